@@ -1,0 +1,1 @@
+"""Text to TFRecords: tokenization, pre-training instances, fine-tuning features."""

@@ -1,0 +1,170 @@
+"""The tokenizer against reference outputs of the original tokenization.py.
+
+tests/data/tokenizer_*.json were produced by running the original release's
+FullTokenizer/BasicTokenizer (see tests/data/README.md).
+"""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from conftest import shared_path, data_file
+from data_prep import tokenization
+
+VOCABS = {
+    "uncased": "vocab/bert_uncased_vocab.txt",
+    "chinese": "vocab/bert_chinese_vocab.txt",
+}
+
+
+@pytest.fixture(scope="module")
+def tokenizers():
+  cache = {}
+
+  def get(vocab, do_lower_case):
+    key = (vocab, do_lower_case)
+    if key not in cache:
+      cache[key] = tokenization.FullTokenizer(
+          shared_path(VOCABS[vocab]), do_lower_case=do_lower_case)
+    return cache[key]
+
+  return get
+
+
+def _load(name):
+  with open(data_file(name), encoding="utf-8") as f:
+    return json.load(f)
+
+
+def test_reference_cases_token_for_token(tokenizers):
+  cases = _load("tokenizer_cases.json")["cases"]
+  assert len(cases) > 700
+  mismatches = []
+  for case in cases:
+    tok = tokenizers(case["vocab"], case["do_lower_case"])
+    got = tok.tokenize(case["text"])
+    if got != case["tokens"]:
+      mismatches.append((case["text"], case["do_lower_case"], got, case["tokens"]))
+    ids = tok.tokenize_to_ids(case["text"])
+    assert ids == tok.convert_tokens_to_ids(case["tokens"])
+  assert not mismatches, mismatches[:3]
+
+
+def _block_text(block):
+  chars = [chr(cp) for cp in range(block * 256, block * 256 + 256)
+           if not 0xD800 <= cp <= 0xDFFF]
+  return " ".join("x" + c + "y" + c for c in chars)
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_every_code_point_matches_original(tokenizers, do_lower_case):
+  """All 1.1M code points, each inside a word, basic and full tokenization."""
+  expected = _load("tokenizer_codepoint_blocks.json")[
+      "lower" if do_lower_case else "cased"]
+  tok = tokenizers("uncased", do_lower_case)
+  basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+  bad_blocks = []
+  for block, want in enumerate(expected):
+    text = _block_text(block)
+    out = basic.tokenize(text) + ["||"] + tok.tokenize(text)
+    got = hashlib.sha256("\n".join(out).encode("utf-8", "surrogatepass"))
+    if got.hexdigest()[:16] != want:
+      bad_blocks.append(hex(block * 256))
+  assert not bad_blocks, "code point blocks differing: %s" % bad_blocks[:10]
+
+
+def test_real_files_ids_match_original(tokenizers):
+  """Whole GLUE/SQuAD/sample files, every vocab and casing, hashed ids."""
+  for ref in _load("tokenizer_shared_files.json"):
+    with open(shared_path(ref["file"]), encoding="utf-8") as f:
+      lines = f.read().split("\n")
+    tok = tokenizers(ref["vocab"], ref["do_lower_case"])
+    flat, splits = tok.tokenize_to_ids_batch(lines)
+    digest = hashlib.sha256()
+    for i in range(len(lines)):
+      row = flat[splits[i]:splits[i + 1]]
+      digest.update((" ".join(map(str, row.tolist())) + "\n").encode())
+    assert (len(flat), digest.hexdigest()) == (ref["num_ids"], ref["sha256"]), ref
+
+
+def _tiny_vocab(tmp_path, tokens):
+  path = tmp_path / "vocab.txt"
+  path.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+  return str(path)
+
+
+def test_wordpiece_rules(tmp_path):
+  vocab = {t: i for i, t in enumerate(
+      ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un",
+       "runn", "##ing"])}
+  wp = tokenization.WordpieceTokenizer(vocab=vocab)
+  assert wp.tokenize("") == []
+  assert wp.tokenize("unwanted running") == ["un", "##want", "##ed", "runn", "##ing"]
+  # One unmatched piece makes the whole word unknown.
+  assert wp.tokenize("unwantedX running") == ["[UNK]", "runn", "##ing"]
+  short = tokenization.WordpieceTokenizer(vocab=vocab, max_input_chars_per_word=5)
+  assert short.tokenize("want wanted") == ["want", "[UNK]"]
+
+
+def test_basic_rules():
+  lower = tokenization.BasicTokenizer(do_lower_case=True)
+  cased = tokenization.BasicTokenizer(do_lower_case=False)
+  assert lower.tokenize(" \tHeLLo!how  \n Are yoU?  ") == [
+      "hello", "!", "how", "are", "you", "?"]
+  assert lower.tokenize("H\u00E9llo") == ["hello"]
+  assert cased.tokenize(" \tHeLLo!how  \n Are yoU? ") == [
+      "HeLLo", "!", "how", "Are", "yoU", "?"]
+  assert lower.tokenize("ah\u535A\u63A8zz") == ["ah", "\u535A", "\u63A8", "zz"]
+  # Control characters vanish without splitting; NUL and U+FFFD too.
+  assert cased.tokenize("a\x05b\x00c\uFFFDd") == ["abcd"]
+  assert tokenization._is_whitespace("\u00A0") and not tokenization._is_whitespace("-")
+  assert tokenization._is_control("\u0005") and not tokenization._is_control("\t")
+  assert not tokenization._is_control("\U0001F4A9")
+  for char in "-$`.":
+    assert tokenization._is_punctuation(char)
+  assert not tokenization._is_punctuation("A")
+
+
+def test_vocab_loading_and_id_conversion(tmp_path):
+  path = _tiny_vocab(tmp_path, ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "dup",
+                                "##ed", "dup", "un", "runn", "##ing", ","])
+  vocab = tokenization.load_vocab(path)
+  assert list(vocab)[:3] == ["[UNK]", "[CLS]", "[SEP]"]
+  # A repeated token keeps its first key position and its last line number.
+  assert list(vocab).index("dup") == 5 and vocab["dup"] == 7
+  tok = tokenization.FullTokenizer(path, do_lower_case=True)
+  assert tok.tokenize("UNwant\u00E9d,running") == [
+      "un", "##want", "##ed", ",", "runn", "##ing"]
+  assert tok.convert_tokens_to_ids(["un", "##want", "##ed", ",", "runn", "##ing"]) == [
+      8, 4, 6, 11, 9, 10]
+  assert tok.convert_ids_to_tokens([8, 4]) == ["un", "##want"]
+  flat, splits = tok.tokenize_to_ids_batch(["unwanted", "", "running ,"])
+  assert splits.tolist() == [0, 3, 3, 6]
+  assert flat.dtype == np.int32 and flat.tolist() == [8, 4, 6, 9, 10, 11]
+
+
+def test_vocab_with_windows_line_endings(tmp_path):
+  path = tmp_path / "v.txt"
+  path.write_bytes(b"[UNK]\r\nhello\r\n")
+  assert dict(tokenization.load_vocab(str(path))) == {"[UNK]": 0, "hello": 1}
+
+
+def test_convert_to_unicode():
+  assert tokenization.convert_to_unicode(b"caf\xc3\xa9\xff") == "caf\u00e9"
+  assert tokenization.convert_to_unicode("x") == "x"
+  with pytest.raises(ValueError):
+    tokenization.convert_to_unicode(3)
+
+
+def test_validate_case_matches_checkpoint():
+  check = tokenization.validate_case_matches_checkpoint
+  check(True, "/x/uncased_L-12_H-768_A-12/bert_model.ckpt")
+  check(False, "/x/cased_L-12_H-768_A-12/bert_model.ckpt")
+  check(False, "/x/my_model/bert_model.ckpt")
+  check(False, None)
+  with pytest.raises(ValueError, match="do_lower_case=False"):
+    check(False, "/x/uncased_L-12_H-768_A-12/bert_model.ckpt")
+  with pytest.raises(ValueError, match="do_lower_case=True"):
+    check(True, "gs://b/multi_cased_L-12_H-768_A-12/bert_model.ckpt")

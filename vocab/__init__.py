@@ -1,0 +1,1 @@
+"""Learning WordPiece and SentencePiece vocabularies from raw text."""

@@ -163,7 +163,6 @@ def generate(input_files, output_files, tokenizer, options, num_workers=1,
       options.max_predictions_per_seq, options.dupe_factor,
       options.short_seq_prob, options.masked_lm_prob,
       options.do_whole_word_mask, progress=progress)
-  del corpus
   order = pretraining_instances.shuffle_instances(state, instances.count)
   _log_examples(instances, order, tokenizer)
 
@@ -178,16 +177,15 @@ def generate(input_files, output_files, tokenizer, options, num_workers=1,
 def _log_examples(instances, order, tokenizer):
   """Logs the first instances as the original did."""
   for i in order[:_EXAMPLES_TO_LOG]:
-    n = instances.lengths[i]
-    m = instances.num_masked[i]
-    tokens = tokenizer.convert_ids_to_tokens(instances.input_ids[i, :n].tolist())
+    f = instances.features(i)
     logging.info("*** Example ***")
-    logging.info("tokens: %s", " ".join(tokens))
-    logging.info("masked_lm_positions: %s",
-                 " ".join(map(str, instances.masked_positions[i, :m])))
+    logging.info("tokens: %s", " ".join(tokenizer.convert_ids_to_tokens(
+        f["input_ids"][:f["length"]].tolist())))
+    for name in ("segment_ids", "masked_lm_positions"):
+      logging.info("%s: %s", name, " ".join(map(str, f[name].tolist())))
     logging.info("masked_lm_labels: %s", " ".join(tokenizer.convert_ids_to_tokens(
-        instances.masked_ids[i, :m].tolist())))
-    logging.info("next_sentence_labels: %d", instances.is_random_next[i])
+        f["masked_lm_ids"].tolist())))
+    logging.info("next_sentence_labels: %d", f["next_sentence_labels"])
 
 
 def _num_workers(flag_value):
@@ -196,18 +194,17 @@ def _num_workers(flag_value):
 
 def _run_sharded(input_files, tokenizer, options):
   """Sharded mode: every input file on its own, skipping finished shards."""
-  import tensorflow as tf
   names = [os.path.basename(p) for p in input_files]
   if len(set(names)) != len(names):
     raise ValueError("Sharded mode needs distinct input file names; got "
                      "duplicates among %s." % ", ".join(input_files))
   if not 0 <= FLAGS.task_index < FLAGS.num_tasks:
     raise ValueError("--task_index must be in [0, --num_tasks).")
-  tf.io.gfile.makedirs(FLAGS.output_dir)
+  text_io.makedirs(FLAGS.output_dir)
   mine = sorted(zip(names, input_files))[FLAGS.task_index::FLAGS.num_tasks]
   for done, (name, path) in enumerate(mine):
     output = os.path.join(FLAGS.output_dir, name + ".tfrecord")
-    if tf.io.gfile.exists(output):
+    if text_io.exists(output):
       logging.info("Shard %s exists; skipping.", output)
       continue
     logging.info("Shard %d/%d: %s -> %s", done + 1, len(mine), path, output)

@@ -12,8 +12,10 @@ import os
 import re
 
 # A sentence ends at . ? or ! (possibly followed by closing quotes or
-# brackets) when whitespace and an upper-case letter or opening quote follow.
-_SENTENCE_END = re.compile(r"(?<=[.?!])(?<!\b[A-Z]\.)[\"')\]]*\s+(?=[\"'(\[]?[A-Z])")
+# brackets) when whitespace and an upper-case letter or opening quote follow,
+# unless the word before the period is an abbreviation or an initial.
+_SENTENCE_END = re.compile(r"(\S*)[.?!][\"')\]]*(\s+)(?=[\"'(\[]?[A-Z])")
+_ABBREVIATIONS = frozenset(["Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "vs", "etc"])
 
 
 def kjv_jsonl_path():
@@ -24,7 +26,16 @@ def kjv_jsonl_path():
 
 
 def split_sentences(text):
-  return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+  sentences = []
+  start = 0
+  for match in _SENTENCE_END.finditer(text):
+    word = match.group(1).lstrip("\"'([")
+    if word in _ABBREVIATIONS or (len(word) == 1 and word.isupper()):
+      continue
+    sentences.append(text[start:match.start(2)])
+    start = match.end(2)
+  sentences.append(text[start:])
+  return [s.strip() for s in sentences if s.strip()]
 
 
 def iter_kjv_chapters():

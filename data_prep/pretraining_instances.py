@@ -31,47 +31,84 @@ from data_prep import python_random as pr
 
 
 class Instances(object):
-  """Growable columnar storage of instances (one row per instance)."""
+  """Growable columnar storage of instances, about 200 bytes each.
 
-  def __init__(self, max_seq_length, max_predictions_per_seq, capacity=1024):
+  An instance is [CLS] A [SEP] B [SEP] with A = tokens[a_start:a_end] and
+  B = tokens[b_start:b_end] of the corpus, plus its masked positions, the
+  original ids there (labels) and what replaced them. Rows of input ids are
+  only materialised while writing.
+  """
+
+  _COLUMNS = ("spans", "is_random_next", "num_masked", "masked_positions",
+              "masked_labels", "masked_replacements")
+
+  def __init__(self, tokens, cls_id, sep_id, max_seq_length,
+               max_predictions_per_seq, capacity=1024):
+    self.tokens = tokens  # The corpus ids the spans point into.
+    self.cls_id = cls_id
+    self.sep_id = sep_id
+    if max_seq_length > np.iinfo(np.int16).max:
+      raise ValueError("max_seq_length must be below 32768.")
     self.max_seq_length = max_seq_length
     self.max_predictions_per_seq = max_predictions_per_seq
     self.count = 0
     self._allocate(capacity)
 
   def _allocate(self, capacity):
-    self.input_ids = np.zeros((capacity, self.max_seq_length), np.int32)
-    self.lengths = np.zeros(capacity, np.int32)        # tokens incl. [CLS]/[SEP]
-    self.first_b = np.zeros(capacity, np.int32)        # first position of segment B
-    self.masked_positions = np.zeros((capacity, self.max_predictions_per_seq), np.int32)
-    self.masked_ids = np.zeros((capacity, self.max_predictions_per_seq), np.int32)
-    self.num_masked = np.zeros(capacity, np.int32)
+    p = self.max_predictions_per_seq
+    self.spans = np.zeros((capacity, 4), np.int64)   # a_start, a_end, b_start, b_end
     self.is_random_next = np.zeros(capacity, np.int8)
+    self.num_masked = np.zeros(capacity, np.int16)
+    self.masked_positions = np.zeros((capacity, p), np.int16)
+    self.masked_labels = np.zeros((capacity, p), np.int32)
+    self.masked_replacements = np.zeros((capacity, p), np.int32)
 
   @property
   def capacity(self):
-    return len(self.lengths)
-
-  def _columns(self):
-    return (self.input_ids, self.lengths, self.first_b, self.masked_positions,
-            self.masked_ids, self.num_masked, self.is_random_next)
+    return len(self.is_random_next)
 
   def grow(self, min_capacity):
-    old = self._columns()
+    old = [getattr(self, name) for name in self._COLUMNS]
     self._allocate(max(min_capacity, 2 * self.capacity))
-    for new_column, old_column in zip(self._columns(), old):
-      new_column[:self.count] = old_column[:self.count]
+    for name, column in zip(self._COLUMNS, old):
+      getattr(self, name)[:self.count] = column[:self.count]
 
   def trim(self):
     """Releases unused capacity."""
-    for name in ("input_ids", "lengths", "first_b", "masked_positions",
-                 "masked_ids", "num_masked", "is_random_next"):
+    for name in self._COLUMNS:
       setattr(self, name, getattr(self, name)[:self.count].copy())
 
-  def segment_ids(self, i):
-    row = np.zeros(self.max_seq_length, np.int32)
-    row[self.first_b[i]:self.lengths[i]] = 1
-    return row
+  def features(self, i):
+    """Instance i's input ids (masked), segments and labels, for logging."""
+    row = np.zeros(self.max_seq_length, np.int64)
+    segments = np.zeros(self.max_seq_length, np.int64)
+    length = _fill_row(row, segments, self.tokens, self.spans[i], self.cls_id,
+                       self.sep_id)
+    m = self.num_masked[i]
+    row[self.masked_positions[i, :m]] = self.masked_replacements[i, :m]
+    return {"input_ids": row, "length": length, "segment_ids": segments,
+            "masked_lm_positions": self.masked_positions[i, :m].astype(np.int64),
+            "masked_lm_ids": self.masked_labels[i, :m].astype(np.int64),
+            "next_sentence_labels": int(self.is_random_next[i])}
+
+
+@numba.njit(cache=True)
+def _fill_row(row, segments, tokens, span, cls_id, sep_id):
+  """Writes [CLS] A [SEP] B [SEP] and its segment ids; returns the length."""
+  a_start, a_end, b_start, b_end = span[0], span[1], span[2], span[3]
+  len_a = a_end - a_start
+  len_b = b_end - b_start
+  length = len_a + len_b + 3
+  row[0] = cls_id
+  row[1:1 + len_a] = tokens[a_start:a_end]
+  row[1 + len_a] = sep_id
+  row[2 + len_a:2 + len_a + len_b] = tokens[b_start:b_end]
+  row[length - 1] = sep_id
+  row[length:] = 0
+  segments[:2 + len_a] = 0
+  segments[2 + len_a:length] = 1
+  segments[length:] = 0
+  return length
 
 
 @numba.njit(cache=True)
@@ -96,8 +133,12 @@ def _truncate_pair(state, a_start, a_end, b_start, b_end, max_num_tokens):
 @numba.njit(cache=True)
 def _mask_row(state, row, length, first_b, is_continuation, random_word_ids,
               mask_id, masked_lm_prob, max_predictions, do_whole_word_mask,
-              out_positions, out_ids):
-  """Masks one instance in place; writes sorted positions and labels; returns count."""
+              out_positions, out_labels, out_replacements):
+  """Masks one instance in place; returns the count of masked positions.
+
+  Writes the masked positions in increasing order, with the original ids
+  (labels) and the ids that replaced them.
+  """
   sep_a = first_b - 1
   # Candidates are every position but [CLS], the middle [SEP] and the last
   # [SEP]. With whole-word masking a "##" piece joins the previous candidate
@@ -146,8 +187,10 @@ def _mask_row(state, row, length, first_b, is_continuation, random_word_ids,
 
   chosen_sorted = np.sort(chosen[:num_chosen])
   for k in range(num_chosen):
-    out_positions[k] = chosen_sorted[k]
-    out_ids[k] = labels[chosen_sorted[k]]
+    p = chosen_sorted[k]
+    out_positions[k] = p
+    out_labels[k] = labels[p]
+    out_replacements[k] = row[p]
   return num_chosen
 
 
@@ -156,16 +199,18 @@ def _instances_from_documents(
     state, tokens, seg_offsets, doc_offsets, doc_order, doc_lo, doc_hi,
     is_continuation, random_word_ids, cls_id, sep_id, mask_id, max_seq_length,
     short_seq_prob, masked_lm_prob, max_predictions, do_whole_word_mask,
-    input_ids, lengths, first_bs, masked_positions, masked_ids, num_masked,
-    is_random_next, count):
+    spans, is_random_next, num_masked, masked_positions, masked_labels,
+    masked_replacements, count):
   """Appends the instances of documents doc_lo..doc_hi-1 (shuffled order).
 
   Stops early, before a document that might not fit in the output arrays,
   and returns (new count, next document index).
   """
-  capacity = len(lengths)
+  capacity = len(is_random_next)
   num_docs = len(doc_order)
   max_num_tokens = max_seq_length - 3
+  row = np.zeros(max_seq_length, np.int32)
+  segments = np.zeros(max_seq_length, np.int32)
   for document_index in range(doc_lo, doc_hi):
     doc = doc_order[document_index]
     first_seg = doc_offsets[doc]
@@ -221,22 +266,18 @@ def _instances_from_documents(
         a_start, a_end, b_start, b_end = _truncate_pair(
             state, a_start, a_end, b_start, b_end, max_num_tokens)
 
-        len_a = a_end - a_start
-        len_b = b_end - b_start
-        length = len_a + len_b + 3
-        row = input_ids[count]
-        row[0] = cls_id
-        row[1:1 + len_a] = tokens[a_start:a_end]
-        row[1 + len_a] = sep_id
-        row[2 + len_a:2 + len_a + len_b] = tokens[b_start:b_end]
-        row[length - 1] = sep_id
-        lengths[count] = length
-        first_bs[count] = len_a + 2
+        span = spans[count]
+        span[0] = a_start
+        span[1] = a_end
+        span[2] = b_start
+        span[3] = b_end
+        length = _fill_row(row, segments, tokens, span, cls_id, sep_id)
         is_random_next[count] = 1 if random_next else 0
         num_masked[count] = _mask_row(
-            state, row, length, len_a + 2, is_continuation, random_word_ids,
-            mask_id, masked_lm_prob, max_predictions, do_whole_word_mask,
-            masked_positions[count], masked_ids[count])
+            state, row, length, a_end - a_start + 2, is_continuation,
+            random_word_ids, mask_id, masked_lm_prob, max_predictions,
+            do_whole_word_mask, masked_positions[count], masked_labels[count],
+            masked_replacements[count])
         count += 1
         chunk_size = 0
         chunk_tokens = 0
@@ -281,7 +322,8 @@ def create_instances(state, corpus, vocabulary, max_seq_length,
   """
   num_docs = len(corpus.doc_order)
   estimate = max(1024, int(dupe_factor * len(corpus.tokens) / max(1, max_seq_length - 3) * 1.3))
-  out = Instances(max_seq_length, max_predictions_per_seq, capacity=estimate)
+  out = Instances(corpus.tokens, vocabulary.cls_id, vocabulary.sep_id,
+                  max_seq_length, max_predictions_per_seq, capacity=estimate)
   for dupe in range(dupe_factor):
     doc = 0
     while doc < num_docs:
@@ -291,9 +333,9 @@ def create_instances(state, corpus, vocabulary, max_seq_length,
           corpus.doc_order, doc, hi, vocabulary.is_continuation,
           vocabulary.random_word_ids, vocabulary.cls_id, vocabulary.sep_id,
           vocabulary.mask_id, max_seq_length, short_seq_prob, masked_lm_prob,
-          max_predictions_per_seq, do_whole_word_mask, out.input_ids,
-          out.lengths, out.first_b, out.masked_positions, out.masked_ids,
-          out.num_masked, out.is_random_next, out.count)
+          max_predictions_per_seq, do_whole_word_mask, out.spans,
+          out.is_random_next, out.num_masked, out.masked_positions,
+          out.masked_labels, out.masked_replacements, out.count)
       if doc < hi:  # Stopped for room: the next document needs more.
         first = corpus.doc_offsets[corpus.doc_order[doc]]
         need = corpus.doc_offsets[corpus.doc_order[doc] + 1] - first

@@ -11,11 +11,13 @@ records are serialised here by a compiled encoder of the protobuf wire format
 """
 
 import logging
-import os
 import time
 
 import numba
 import numpy as np
+
+from data_prep import tfrecord_io
+from data_prep.pretraining_instances import _fill_row
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                  "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -127,41 +129,46 @@ def _put_float_feature(buf, pos, key, values):
 
 
 @numba.njit(cache=True)
-def _encode_batch(order, lo, hi, input_ids, lengths, first_b, masked_positions,
-                  masked_ids, num_masked, is_random_next, k0, k1, k2, k3, k4, k5,
-                  k6, buf, offsets):
-  """Serialises instances order[lo:hi] into buf; offsets[j] = start of record j."""
-  seq = input_ids.shape[1]
+def _encode_batch(order, tokens, spans, is_random_next, num_masked,
+                  masked_positions, masked_labels, masked_replacements, cls_id,
+                  sep_id, max_seq_length, k0, k1, k2, k3, k4, k5, k6, buf,
+                  offsets):
+  """Serialises instances `order` into buf; record j is buf[offsets[j]:offsets[j+1]]."""
+  seq = max_seq_length
   npred = masked_positions.shape[1]
-  mask = np.zeros(seq, np.int64)
-  segs = np.zeros(seq, np.int64)
   ids = np.zeros(seq, np.int64)
+  segs = np.zeros(seq, np.int64)
+  mask = np.zeros(seq, np.int64)
   mpos = np.zeros(npred, np.int64)
   mids = np.zeros(npred, np.int64)
   weights = np.zeros(npred, np.float32)
   label = np.zeros(1, np.int64)
+  payload = 4 * npred
+  float_list = 1 + _varint_size(payload) + payload
+  weights_entry = _framed_entry_size(len(k5), 1 + _varint_size(float_list) + float_list)
   pos = 0
-  for j in range(hi - lo):
-    i = order[lo + j]
-    n = lengths[i]
-    for t in range(seq):
-      ids[t] = input_ids[i, t]
-      mask[t] = 1 if t < n else 0
-      segs[t] = 1 if first_b[i] <= t < n else 0
+  for j in range(len(order)):
+    i = order[j]
+    n = _fill_row(ids, segs, tokens, spans[i], cls_id, sep_id)
     m = num_masked[i]
+    for t in range(seq):
+      mask[t] = 1 if t < n else 0
     for t in range(npred):
-      mpos[t] = masked_positions[i, t] if t < m else 0
-      mids[t] = masked_ids[i, t] if t < m else 0
-      weights[t] = 1.0 if t < m else 0.0
+      if t < m:
+        ids[masked_positions[i, t]] = masked_replacements[i, t]
+        mpos[t] = masked_positions[i, t]
+        mids[t] = masked_labels[i, t]
+        weights[t] = 1.0
+      else:
+        mpos[t] = 0
+        mids[t] = 0
+        weights[t] = 0.0
     label[0] = is_random_next[i]
-    # Size of Features, to write Example.features' length first.
-    body = 0
-    for key, values in ((k0, ids), (k1, mask), (k2, segs), (k3, mpos), (k4, mids)):
+    # Example.features' length comes first, so size the entries before writing.
+    body = weights_entry
+    for key, values in ((k0, ids), (k1, mask), (k2, segs), (k3, mpos), (k4, mids),
+                        (k6, label)):
       body += _framed_entry_size(len(key), _int_list_sizes(values)[2])
-    payload = 4 * npred
-    float_list = 1 + _varint_size(payload) + payload
-    body += _framed_entry_size(len(k5), 1 + _varint_size(float_list) + float_list)
-    body += _framed_entry_size(len(k6), _int_list_sizes(label)[2])
     offsets[j] = pos
     buf[pos] = 0x0A  # Example.features
     pos = _put_varint(buf, pos + 1, body)
@@ -172,7 +179,7 @@ def _encode_batch(order, lo, hi, input_ids, lengths, first_b, masked_positions,
     pos = _put_int_feature(buf, pos, k4, mids)
     pos = _put_float_feature(buf, pos, k5, weights)
     pos = _put_int_feature(buf, pos, k6, label)
-  offsets[hi - lo] = pos
+  offsets[len(order)] = pos
   return pos
 
 
@@ -182,55 +189,53 @@ def _max_record_bytes(max_seq_length, max_predictions_per_seq):
           4 * max_predictions_per_seq + 10 + 7 * 64 + 16)
 
 
-def iter_serialized(instances, order, batch_size=4096):
-  """Yields serialised Examples for instances in `order`."""
+def iter_serialized_batches(instances, order, batch_size=4096):
+  """Yields (uint8 data, offsets) for consecutive batches of `order`."""
   keys = _feature_keys()
   record_bytes = _max_record_bytes(instances.max_seq_length,
                                    instances.max_predictions_per_seq)
   buf = np.empty(batch_size * record_bytes, np.uint8)
   offsets = np.empty(batch_size + 1, np.int64)
   for lo in range(0, len(order), batch_size):
-    hi = min(len(order), lo + batch_size)
-    _encode_batch(order, lo, hi, instances.input_ids, instances.lengths,
-                  instances.first_b, instances.masked_positions,
-                  instances.masked_ids, instances.num_masked,
-                  instances.is_random_next, *keys, buf, offsets)
-    data = buf.tobytes()
-    for j in range(hi - lo):
-      yield data[offsets[j]:offsets[j + 1]]
+    part = np.ascontiguousarray(order[lo:lo + batch_size])
+    _encode_batch(part, instances.tokens, instances.spans,
+                  instances.is_random_next, instances.num_masked,
+                  instances.masked_positions, instances.masked_labels,
+                  instances.masked_replacements, instances.cls_id,
+                  instances.sep_id, instances.max_seq_length, *keys, buf,
+                  offsets)
+    yield buf, offsets[:len(part) + 1]
 
 
-def _temporary_name(path):
-  return "%s.tmp-%d" % (path, os.getpid())
+def iter_serialized(instances, order):
+  """Yields each serialised Example as bytes (convenient, slower)."""
+  for buf, offsets in iter_serialized_batches(instances, order):
+    for j in range(len(offsets) - 1):
+      yield buf[offsets[j]:offsets[j + 1]].tobytes()
 
 
 def write_instances(instances, order, output_files, log_every_seconds=10.0):
   """Writes records round-robin over `output_files`, each atomically.
 
-  Files appear under their final names only when every record is written;
-  on any error the temporary files are removed.
+  Record k of `order` goes to file k % len(output_files), as in the original.
+  Files appear under their final names only when every record is written.
   """
-  import tensorflow as tf
-  temporaries = [_temporary_name(p) for p in output_files]
-  writers = [tf.io.TFRecordWriter(p) for p in temporaries]
+  writers = [tfrecord_io.RecordFileWriter(p) for p in output_files]
   start = last_log = time.time()
+  done = 0
   try:
-    for index, record in enumerate(iter_serialized(instances, order)):
-      writers[index % len(writers)].write(record)
-      now = time.time()
-      if now - last_log >= log_every_seconds:
-        logging.info("Wrote %d of %d instances (%.0f/s).", index + 1,
-                     len(order), (index + 1) / (now - start))
-        last_log = now
+    for w, writer in enumerate(writers):
+      for buf, offsets in iter_serialized_batches(instances, order[w::len(writers)]):
+        writer.write_batch(buf, offsets)
+        done += len(offsets) - 1
+        if time.time() - last_log >= log_every_seconds:
+          logging.info("Wrote %d of %d instances (%.0f/s).", done, len(order),
+                       done / (time.time() - start))
+          last_log = time.time()
     for writer in writers:
-      writer.close()
-    for temporary, path in zip(temporaries, output_files):
-      tf.io.gfile.rename(temporary, path, overwrite=True)
+      writer.commit()
   except BaseException:
     for writer in writers:
-      writer.close()
-    for temporary in temporaries:
-      if tf.io.gfile.exists(temporary):
-        tf.io.gfile.remove(temporary)
+      writer.abort()
     raise
   return len(order)

@@ -8,6 +8,7 @@ carriage returns and U+2028 behave identically, and we turn a decoding failure
 into an error that names the file and line.
 """
 
+import glob as _glob
 import os
 
 _CHUNK_BYTES = 1 << 24
@@ -29,22 +30,41 @@ def _open_binary(path):
 
 
 def expand_globs(patterns):
-  """Expands comma-separated glob patterns with TensorFlow's glob, as the original.
+  """Expands comma-separated glob patterns in the order the original saw them.
 
-  TensorFlow lists matches in directory order, not sorted; using the same call
-  keeps the document order (and so the output) identical to the original's.
+  The original used TensorFlow's glob, which lists matches in directory
+  (readdir) order, not sorted; so does Python's glob, which we use for local
+  paths to avoid importing TensorFlow. Remote paths use TensorFlow's glob.
   A pattern that matches nothing is an error rather than a silent no-op.
   """
-  import tensorflow as tf
   files = []
   for pattern in patterns.split(","):
     if not pattern:
       continue
-    matches = tf.io.gfile.glob(pattern)
+    if _is_remote(pattern):
+      import tensorflow as tf
+      matches = tf.io.gfile.glob(pattern)
+    else:
+      matches = _glob.glob(pattern)
     if not matches:
       raise FileNotFoundError("No file matches input pattern %r." % pattern)
     files.extend(matches)
   return files
+
+
+def exists(path):
+  if _is_remote(path):
+    import tensorflow as tf
+    return tf.io.gfile.exists(path)
+  return os.path.exists(path)
+
+
+def makedirs(path):
+  if _is_remote(path):
+    import tensorflow as tf
+    tf.io.gfile.makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
 
 
 def file_size(path):

@@ -123,31 +123,52 @@ def test_python_random_stream_matches_cpython():
     assert python_random.state_to_python(state).random() == rng.random()
 
 
-def test_encoder_matches_protobuf():
+def _two_instances():
   from data_prep import pretraining_instances as pi
-  inst = pi.Instances(8, 3, capacity=2)
+  tokens = np.array([5, 200, 300, 40000, 2**20], np.int32)
+  inst = pi.Instances(tokens, 101, 102, 8, 3, capacity=2)
   inst.count = 2
-  inst.input_ids[0, :6] = [101, 5, 200, 102, 300, 102]
-  inst.lengths[:] = [6, 5]
-  inst.first_b[:] = [4, 3]
-  inst.input_ids[1, :5] = [101, 2**20, 102, 40000, 102]
+  inst.spans[:] = [[0, 2, 2, 4], [4, 5, 1, 2]]  # A=[5,200] B=[300,40000]; A=[2**20] B=[200]
   inst.masked_positions[0, :2] = [2, 4]
-  inst.masked_ids[0, :2] = [7, 1000]
+  inst.masked_labels[0, :2] = [200, 300]
+  inst.masked_replacements[0, :2] = [103, 300]
   inst.num_masked[:] = [2, 0]
   inst.is_random_next[:] = [1, 0]
+  return inst
+
+
+def test_encoder_matches_protobuf():
+  inst = _two_instances()
   records = list(pretraining_records.iter_serialized(inst, np.array([1, 0])))
-  parsed = [tf.train.Example.FromString(r) for r in records]
-  feats = parsed[1].features.feature
-  assert list(feats["input_ids"].int64_list.value) == [101, 5, 200, 102, 300, 102, 0, 0]
-  assert list(feats["segment_ids"].int64_list.value) == [0, 0, 0, 0, 1, 1, 0, 0]
-  assert list(feats["input_mask"].int64_list.value) == [1] * 6 + [0, 0]
-  assert list(feats["masked_lm_weights"].float_list.value) == [1.0, 1.0, 0.0]
-  assert list(feats["next_sentence_labels"].int64_list.value) == [1]
-  assert list(parsed[0].features.feature["input_ids"].int64_list.value)[1] == 2**20
-  # Byte-for-byte what protobuf writes for the same fields in the same order.
-  for record, example in zip(records, parsed):
-    assert record == example.SerializeToString(deterministic=True) or \
-        len(record) == example.ByteSize()
+  def example(ids, mask, segs, pos, labels, weights, nsp):
+    feature = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+    return tf.train.Example(features=tf.train.Features(feature={
+        "input_ids": feature(ids), "input_mask": feature(mask),
+        "segment_ids": feature(segs), "masked_lm_positions": feature(pos),
+        "masked_lm_ids": feature(labels), "next_sentence_labels": feature([nsp]),
+        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights))}))
+  want = [
+      example([101, 2**20, 102, 200, 102, 0, 0, 0], [1] * 5 + [0] * 3,
+              [0, 0, 0, 1, 1, 0, 0, 0], [0, 0, 0], [0, 0, 0], [0.0] * 3, 0),
+      example([101, 5, 103, 102, 300, 40000, 102, 0], [1] * 7 + [0],
+              [0, 0, 0, 0, 1, 1, 1, 0], [2, 4, 0], [200, 300, 0], [1.0, 1.0, 0.0], 1),
+  ]
+  for record, expected in zip(records, want):
+    assert tf.train.Example.FromString(record) == expected
+    assert len(record) == expected.ByteSize()  # Minimal encoding, no extra bytes.
+
+
+def test_record_files_byte_identical_to_tensorflow_writer(tmp_path):
+  from data_prep import tfrecord_io
+  inst = _two_instances()
+  ours = tmp_path / "ours.tfrecord"
+  pretraining_records.write_instances(inst, np.array([1, 0, 1]), [str(ours)])
+  theirs = tmp_path / "theirs.tfrecord"
+  with tf.io.TFRecordWriter(str(theirs)) as writer:
+    for record in pretraining_records.iter_serialized(inst, np.array([1, 0, 1])):
+      writer.write(record)
+  assert ours.read_bytes() == theirs.read_bytes()
+  assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
 
 
 def _run_cli(args, cwd=REPO_ROOT):

@@ -1,0 +1,126 @@
+"""Pre-training data generation: ours vs the original script, same corpus and flags.
+
+  python bench/bench_create_pretraining_data.py --original_dir=/path/to/bert
+
+Both programs run as separate processes on a real-text corpus (default 10 MB)
+with the original's default flags; we report wall time, peak resident memory
+(proportional set size of the process and its children) and check that the outputs are identical
+feature by feature.
+"""
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # pylint: disable=g-import-not-at-top
+
+
+def _memory(process):
+  """Proportional set size: shared pages split among the processes sharing them.
+
+  Summing plain RSS over a parent and its forked workers would count their
+  shared pages several times.
+  """
+  try:
+    return process.memory_full_info().pss
+  except (AttributeError, NotImplementedError):
+    return process.memory_info().rss
+
+
+def _run(cmd, cwd, log_path):
+  """Runs cmd; returns (seconds, peak memory in MB of the process tree)."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  peak = [0]
+  with open(log_path, "w") as log:
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+    ps = psutil.Process(proc.pid)
+
+    def watch():
+      while proc.poll() is None:
+        try:
+          rss = _memory(ps) + sum(
+              _memory(c) for c in ps.children(recursive=True))
+          peak[0] = max(peak[0], rss)
+        except psutil.Error:
+          pass
+        time.sleep(0.05)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    code = proc.wait()
+    seconds = time.perf_counter() - start
+    watcher.join()
+  if code != 0:
+    raise RuntimeError("%s failed; see %s" % (cmd[1], log_path))
+  return seconds, peak[0] / 1e6
+
+
+def _features(path, max_seq_length, max_predictions):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  sys.path.insert(0, common.REPO_ROOT)
+  from data_prep import pretraining_records  # pylint: disable=g-import-not-at-top
+  spec = pretraining_records.name_to_features(max_seq_length, max_predictions)
+  columns = {k: [] for k in spec}
+  for batch in tf.data.TFRecordDataset(path).batch(4096):
+    parsed = tf.io.parse_example(batch, spec)
+    for k in spec:
+      columns[k].append(parsed[k].numpy())
+  return {k: np.concatenate(v) for k, v in columns.items()}
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
+  parser.add_argument("--vocab_file", default=os.path.join(
+      common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--megabytes", type=float, default=10.0)
+  parser.add_argument("--workdir", default=None)
+  args = parser.parse_args()
+
+  workdir = args.workdir or tempfile.mkdtemp(prefix="bench_cpd_")
+  os.makedirs(workdir, exist_ok=True)
+  corpus = common.build_corpus(os.path.join(workdir, "corpus.txt"), args.megabytes)
+  print("corpus: %.1f MB at %s" % (os.path.getsize(corpus) / 1e6, corpus))
+  flags = ["--input_file=" + corpus, "--vocab_file=" + args.vocab_file,
+           "--do_lower_case=True", "--max_seq_length=128",
+           "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
+           "--random_seed=12345", "--dupe_factor=10"]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+  ours_out = os.path.join(workdir, "ours.tfrecord")
+  ours_s, ours_mb = _run(
+      [sys.executable, "-m", "data_prep.create_pretraining_data",
+       "--output_file=" + ours_out] + flags, common.REPO_ROOT,
+      os.path.join(workdir, "ours.log"))
+  print("ours:     %7.1f s  peak %6.0f MB" % (ours_s, ours_mb))
+
+  original_dir = common.original_code_dir(args.original_dir)
+  if not original_dir:
+    print("original: skipped (pass --original_dir=<google-research/bert checkout>)")
+    return
+  orig_out = os.path.join(workdir, "original.tfrecord")
+  orig_s, orig_mb = _run(
+      [sys.executable, "create_pretraining_data.py", "--output_file=" + orig_out] + flags,
+      original_dir, os.path.join(workdir, "original.log"))
+  common.cleanup(original_dir)
+  print("original: %7.1f s  peak %6.0f MB" % (orig_s, orig_mb))
+
+  ours_f = _features(ours_out, 128, 20)
+  orig_f = _features(orig_out, 128, 20)
+  same = all(np.array_equal(ours_f[k], orig_f[k]) for k in ours_f)
+  print("records: ours %d, original %d, identical: %s" % (
+      len(ours_f["input_ids"]), len(orig_f["input_ids"]), same))
+  print("wall time: original / ours = %.1fx" % (orig_s / ours_s))
+  print("peak memory: ours / original = %.2f" % (ours_mb / orig_mb))
+
+
+if __name__ == "__main__":
+  main()

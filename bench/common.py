@@ -1,0 +1,78 @@
+"""Shared helpers for the side-by-side benchmarks: corpora and the original code."""
+
+import glob
+import os
+import shutil
+import sys
+import tempfile
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
+if REPO_ROOT not in sys.path:
+  sys.path.insert(0, REPO_ROOT)
+
+from data_prep import demo_corpus  # pylint: disable=g-import-not-at-top
+
+
+def _glue_documents():
+  """Sentences of the GLUE files in ../shared/data, 10 per document."""
+  sentences = []
+  for path in sorted(glob.glob(os.path.join(SHARED_DATA, "glue", "*", "*.tsv"))):
+    with open(path, encoding="utf-8") as f:
+      for line in f:
+        for field in line.rstrip("\n").split("\t"):
+          if len(field.split()) >= 4:
+            sentences.append(field.strip())
+  return [sentences[i:i + 10] for i in range(0, len(sentences), 10)]
+
+
+def build_corpus(path, target_mb):
+  """Real English text of about `target_mb` MB in pre-training format.
+
+  The King James Bible (bundled), then GLUE sentences from ../shared/data if
+  present, then the Bible again until the size is reached.
+  """
+  documents = []
+  for _, verses in demo_corpus.iter_kjv_chapters():
+    documents.append([s for v in verses for s in demo_corpus.split_sentences(v)])
+  extra = _glue_documents()
+  size = 0
+  with open(path, "w", encoding="utf-8") as out:
+    rounds = 0
+    while size < target_mb * 1e6:
+      source = documents if rounds % 2 == 0 or not extra else extra
+      for doc in source:
+        text = "\n".join(doc) + "\n\n"
+        out.write(text)
+        size += len(text.encode("utf-8"))
+        if size >= target_mb * 1e6:
+          break
+      rounds += 1
+  return path
+
+
+def original_code_dir(checkout):
+  """A temporary copy of the original scripts that imports tf.compat.v1.
+
+  The original (google-research/bert) is not part of this repository: pass
+  the path of a checkout with --original_dir.
+  """
+  if not checkout or not os.path.exists(os.path.join(checkout, "tokenization.py")):
+    return None
+  target = tempfile.mkdtemp(prefix="bert_original_")
+  for name in ("tokenization.py", "create_pretraining_data.py", "modeling.py",
+               "optimization.py"):
+    source = os.path.join(checkout, name)
+    if os.path.exists(source):
+      with open(source, encoding="utf-8") as f:
+        text = f.read()
+      text = text.replace("import tensorflow as tf\n",
+                          "import tensorflow.compat.v1 as tf\n")
+      with open(os.path.join(target, name), "w", encoding="utf-8") as f:
+        f.write(text)
+  return target
+
+
+def cleanup(path):
+  if path:
+    shutil.rmtree(path, ignore_errors=True)

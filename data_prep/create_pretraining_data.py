@@ -17,7 +17,11 @@ Every flag of the original keeps its name and default. Additions:
 import hashlib
 import logging as py_logging
 import os
+import sys
 import time
+
+if __package__ in (None, ""):  # Run as a file path: make the repo importable.
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app
 from absl import flags

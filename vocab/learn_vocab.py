@@ -18,8 +18,12 @@ slots, then [UNK] [CLS] [SEP] [MASK], then the learned tokens.
 import collections
 import logging as py_logging
 import os
+import sys
 import tempfile
 import time
+
+if __package__ in (None, ""):  # Run as a file path: make the repo importable.
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app
 from absl import flags

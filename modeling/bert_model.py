@@ -1,0 +1,257 @@
+"""BertModel (the encoder) and the models that put heads on it.
+
+    model = BertModel(config)
+    outputs = model({"input_ids": ids, "input_mask": mask, "segment_ids": segs},
+                    training=False)
+    outputs["sequence_output"]   # [batch, seq, hidden]
+    outputs["pooled_output"]     # [batch, hidden]: tanh dense on the first token
+    outputs["encoder_outputs"]   # one [batch, seq, hidden] per layer
+    outputs["embedding_output"]  # [batch, seq, hidden]
+
+`input_mask` defaults to all ones and `segment_ids` to all zeros, as in the
+original. Every model here can say which original checkpoint name each of its
+variables has (`original_names()`), which is all that loading and writing
+released checkpoints needs.
+"""
+
+import keras
+import tensorflow as tf
+
+from modeling import heads
+from modeling import layers
+
+
+class InvalidInputError(ValueError):
+  """Ids or lengths outside what the model was configured for."""
+
+
+class BertModel(keras.Model):
+  """The BERT encoder: embeddings, transformer layers, pooler."""
+
+  def __init__(self, config, validate_inputs=True, **kwargs):
+    kwargs.setdefault("name", "bert")
+    super().__init__(**kwargs)
+    self.config = config
+    self.validate_inputs = validate_inputs
+    self.embeddings = layers.Embeddings(config, name="embeddings")
+    self.encoder_layers = []
+    for i in range(config.num_hidden_layers):
+      layer = layers.TransformerLayer(config, name="layer_%d" % i)
+      # An attribute per layer: TensorFlow checkpoints track attributes, not
+      # the layers inside a Python list.
+      setattr(self, "layer_%d" % i, layer)
+      self.encoder_layers.append(layer)
+    self.pooler = layers.Dense(config.hidden_size, config.hidden_size,
+                               activation="tanh",
+                               initializer_range=config.initializer_range,
+                               name="pooler")
+
+  def build(self, input_shape=None):
+    self.built = True  # Every weight was created in __init__.
+
+  @property
+  def embedding_table(self):
+    """The word embeddings [vocab, hidden], shared with the masked-LM output."""
+    return self.embeddings.word_embeddings
+
+  def get_embedding_table(self):
+    return self.embedding_table
+
+  def _check_inputs(self, input_ids, segment_ids):
+    """Fails clearly where the original would silently read garbage (or NaN)."""
+    c = self.config
+    length = input_ids.shape[1]
+    if length is not None and length > c.max_position_embeddings:
+      raise InvalidInputError(
+          "Sequence length %d exceeds max_position_embeddings=%d of the config." %
+          (length, c.max_position_embeddings))
+    if not self.validate_inputs:
+      return []
+    return [
+        tf.debugging.assert_less(
+            tf.shape(input_ids)[1], c.max_position_embeddings + 1,
+            message="Sequence longer than max_position_embeddings=%d" %
+            c.max_position_embeddings),
+        tf.debugging.assert_non_negative(input_ids, message="Negative input_ids"),
+        tf.debugging.assert_less(
+            input_ids, tf.cast(c.vocab_size, input_ids.dtype),
+            message="input_ids outside the vocabulary (vocab_size=%d)" % c.vocab_size),
+        tf.debugging.assert_non_negative(segment_ids, message="Negative segment_ids"),
+        tf.debugging.assert_less(
+            segment_ids, tf.cast(c.type_vocab_size, segment_ids.dtype),
+            message="segment_ids outside type_vocab_size=%d" % c.type_vocab_size),
+    ]
+
+  def call(self, inputs, training=False):
+    input_ids = tf.convert_to_tensor(inputs["input_ids"])
+    input_mask = inputs.get("input_mask")
+    segment_ids = inputs.get("segment_ids")
+    input_mask = (tf.ones_like(input_ids) if input_mask is None
+                  else tf.convert_to_tensor(input_mask))
+    segment_ids = (tf.zeros_like(input_ids) if segment_ids is None
+                   else tf.convert_to_tensor(segment_ids))
+    with tf.control_dependencies(self._check_inputs(input_ids, segment_ids)):
+      input_ids = tf.identity(input_ids)
+    embedding_output = self.embeddings(input_ids, segment_ids, training=training)
+    mask_adder = layers.attention_mask_adder(input_mask)
+    x = embedding_output
+    encoder_outputs = []
+    for layer in self.encoder_layers:
+      x = layer(x, mask_adder, training=training)
+      encoder_outputs.append(x)
+    pooled_output = self.pooler(x[:, 0, :])
+    return {
+        "sequence_output": x,
+        "pooled_output": pooled_output,
+        "encoder_outputs": encoder_outputs,
+        "embedding_output": embedding_output,
+    }
+
+  def original_names(self, prefix="bert/"):
+    names = {
+        prefix + "embeddings/word_embeddings": self.embeddings.word_embeddings,
+        prefix + "embeddings/token_type_embeddings": self.embeddings.token_type_embeddings,
+        prefix + "embeddings/position_embeddings": self.embeddings.position_embeddings,
+        prefix + "embeddings/LayerNorm/beta": self.embeddings.layer_norm.beta,
+        prefix + "embeddings/LayerNorm/gamma": self.embeddings.layer_norm.gamma,
+        prefix + "pooler/dense/kernel": self.pooler.kernel,
+        prefix + "pooler/dense/bias": self.pooler.bias,
+    }
+    for i, layer in enumerate(self.encoder_layers):
+      names.update(layer.original_names("%sencoder/layer_%d/" % (prefix, i)))
+    return names
+
+
+class BertWithHeads(keras.Model):
+  """BERT with any of the original's heads; the base of the task models.
+
+  Heads live under fixed attribute names (`masked_lm`, `next_sentence`,
+  `classifier`, `span`), so our object-based checkpoints of any task model
+  can be restored into any other model holding the same parts.
+  """
+
+  def __init__(self, config, masked_lm=False, next_sentence=False,
+               num_labels=None, span=False, **kwargs):
+    kwargs.setdefault("name", "bert_with_heads")
+    super().__init__(**kwargs)
+    self.config = config
+    self.num_labels = num_labels
+    self.bert = BertModel(config)
+    self.masked_lm = heads.MaskedLMHead(config, name="cls_predictions") if masked_lm else None
+    self.next_sentence = (heads.NextSentenceHead(config, name="cls_seq_relationship")
+                          if next_sentence else None)
+    self.classifier = (heads.ClassificationHead(config, num_labels, name="classifier")
+                       if num_labels else None)
+    self.span = heads.SpanHead(config, name="cls_squad") if span else None
+
+  def build(self, input_shape=None):
+    self.built = True  # Every weight was created in __init__.
+
+  def _heads(self):
+    return [h for h in (self.masked_lm, self.next_sentence, self.classifier, self.span)
+            if h is not None]
+
+  def original_names(self):
+    names = self.bert.original_names()
+    for head in self._heads():
+      names.update(head.original_names())
+    return names
+
+  def call(self, inputs, training=False):
+    """Encoder outputs plus whatever the present heads give."""
+    outputs = dict(self.bert(inputs, training=training))
+    if self.masked_lm is not None and "masked_lm_positions" in inputs:
+      outputs["masked_lm_log_probs"] = self.masked_lm(
+          outputs["sequence_output"], inputs["masked_lm_positions"],
+          self.bert.embedding_table)
+    if self.next_sentence is not None:
+      outputs["next_sentence_log_probs"] = self.next_sentence(outputs["pooled_output"])
+    if self.classifier is not None:
+      outputs["logits"] = self.classifier(outputs["pooled_output"], training=training)
+    if self.span is not None:
+      outputs["start_logits"], outputs["end_logits"] = self.span(outputs["sequence_output"])
+    return outputs
+
+
+class BertPretrainer(BertWithHeads):
+  """BERT with the masked-LM and next-sentence heads of pre-training.
+
+  Inputs add `masked_lm_positions` (and, for losses, `masked_lm_ids`,
+  `masked_lm_weights`, `next_sentence_labels`). Outputs add
+  `masked_lm_log_probs` [batch * predictions, vocab] and
+  `next_sentence_log_probs` [batch, 2]; with labels present also the
+  original's losses: `masked_lm_loss`, `next_sentence_loss`, `loss`,
+  and per-example losses.
+  """
+
+  def __init__(self, config, **kwargs):
+    kwargs.setdefault("name", "bert_pretrainer")
+    super().__init__(config, masked_lm=True, next_sentence=True, **kwargs)
+
+  def call(self, inputs, training=False):
+    outputs = super().call(inputs, training=training)
+    if "masked_lm_ids" in inputs and "next_sentence_labels" in inputs:
+      mlm_loss, mlm_per_example = heads.masked_lm_loss(
+          outputs["masked_lm_log_probs"], inputs["masked_lm_ids"],
+          inputs["masked_lm_weights"])
+      nsp_loss, nsp_per_example = heads.classification_loss(
+          outputs["next_sentence_log_probs"], inputs["next_sentence_labels"])
+      outputs.update(masked_lm_loss=mlm_loss,
+                     masked_lm_per_example_loss=mlm_per_example,
+                     next_sentence_loss=nsp_loss,
+                     next_sentence_per_example_loss=nsp_per_example,
+                     loss=mlm_loss + nsp_loss)
+    return outputs
+
+
+class BertClassifier(BertWithHeads):
+  """BERT + dropout + dense on the pooled output, as run_classifier.py.
+
+  `num_labels=1` makes it a regressor (the original had no regression task;
+  STS-B needs one). Outputs add `logits`, and `probabilities` for
+  classification; with `label_ids` present also `loss` and
+  `per_example_loss` (cross-entropy, or squared error for regression).
+  """
+
+  def __init__(self, config, num_labels, **kwargs):
+    kwargs.setdefault("name", "bert_classifier")
+    super().__init__(config, num_labels=num_labels, **kwargs)
+
+  def call(self, inputs, training=False):
+    outputs = super().call(inputs, training=training)
+    if self.num_labels > 1:
+      log_probs = tf.nn.log_softmax(tf.cast(outputs["logits"], tf.float32), axis=-1)
+      outputs["probabilities"] = tf.exp(log_probs)
+    if "label_ids" in inputs:
+      if self.num_labels > 1:
+        loss, per_example = heads.classification_loss(log_probs, inputs["label_ids"])
+      else:
+        loss, per_example = heads.regression_loss(outputs["logits"], inputs["label_ids"])
+      outputs.update(loss=loss, per_example_loss=per_example)
+    return outputs
+
+
+class BertSpanPredictor(BertWithHeads):
+  """BERT + a per-token dense layer giving start and end logits (SQuAD)."""
+
+  def __init__(self, config, **kwargs):
+    kwargs.setdefault("name", "bert_span_predictor")
+    super().__init__(config, span=True, **kwargs)
+
+
+def heads_in_checkpoint(names_to_shapes):
+  """Which heads a checkpoint holds, from its variable names (either format).
+
+  Returns keyword arguments for BertWithHeads.
+  """
+  def has(original, ours):
+    return any(n == original or n.startswith(ours) for n in names_to_shapes)
+  found = {
+      "masked_lm": has("cls/predictions/output_bias", "model/masked_lm/"),
+      "next_sentence": has("cls/seq_relationship/output_weights", "model/next_sentence/"),
+      "span": has("cls/squad/output_weights", "model/span/"),
+  }
+  for name, shape in names_to_shapes.items():
+    if name == "output_weights" or name.startswith("model/classifier/output_weights"):
+      found["num_labels"] = shape[0]
+  return found

@@ -1,0 +1,142 @@
+"""Output heads and their losses, as in run_pretraining / run_classifier / run_squad."""
+
+import keras
+import tensorflow as tf
+
+from modeling import layers
+
+
+def gather_positions(sequence, positions):
+  """[batch, seq, width] at [batch, k] positions -> [batch * k, width].
+
+  Only the masked positions go through the masked-LM head, which is most of
+  the head's cost saved.
+  """
+  batch = tf.shape(sequence)[0]
+  seq_length = tf.shape(sequence)[1]
+  width = sequence.shape[-1]
+  positions = tf.cast(positions, tf.int32)
+  flat_positions = tf.reshape(positions + (tf.range(batch) * seq_length)[:, tf.newaxis], [-1])
+  return tf.gather(tf.reshape(sequence, [-1, width]), flat_positions)
+
+
+class MaskedLMHead(keras.layers.Layer):
+  """Transform (dense + activation + LayerNorm), then logits tied to the word
+  embeddings plus an output-only bias; returns log-probabilities."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.transform = layers.Dense(config.hidden_size, config.hidden_size,
+                                  activation=config.hidden_act,
+                                  initializer_range=config.initializer_range,
+                                  name="transform_dense")
+    self.layer_norm = layers.LayerNorm(config.hidden_size, name="transform_LayerNorm")
+    self.output_bias = self.add_weight(name="output_bias", shape=(config.vocab_size,),
+                                       initializer="zeros")
+
+  def call(self, sequence_output, positions, embedding_table):
+    x = gather_positions(sequence_output, positions)
+    x = self.layer_norm(self.transform(x))
+    logits = tf.matmul(x, tf.cast(embedding_table, x.dtype), transpose_b=True)
+    logits = tf.nn.bias_add(tf.cast(logits, tf.float32), tf.convert_to_tensor(self.output_bias))
+    return tf.nn.log_softmax(logits, axis=-1)
+
+  def original_names(self):
+    return {
+        "cls/predictions/transform/dense/kernel": self.transform.kernel,
+        "cls/predictions/transform/dense/bias": self.transform.bias,
+        "cls/predictions/transform/LayerNorm/beta": self.layer_norm.beta,
+        "cls/predictions/transform/LayerNorm/gamma": self.layer_norm.gamma,
+        "cls/predictions/output_bias": self.output_bias,
+    }
+
+
+class _OutputWeights(keras.layers.Layer):
+  """logits = x @ output_weights^T + output_bias, weights stored [out, in]."""
+
+  def __init__(self, config, num_outputs, **kwargs):
+    super().__init__(**kwargs)
+    self.output_weights = self.add_weight(
+        name="output_weights", shape=(num_outputs, config.hidden_size),
+        initializer=layers.truncated_normal(config.initializer_range))
+    self.output_bias = self.add_weight(name="output_bias", shape=(num_outputs,),
+                                       initializer="zeros")
+
+  def logits(self, x):
+    logits = tf.matmul(x, tf.cast(self.output_weights, x.dtype), transpose_b=True)
+    return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.convert_to_tensor(self.output_bias))
+
+  def _names(self, prefix):
+    return {prefix + "output_weights": self.output_weights,
+            prefix + "output_bias": self.output_bias}
+
+
+class NextSentenceHead(_OutputWeights):
+  """2-way classifier on the pooled output; returns log-probabilities.
+  Label 0 means B follows A, 1 means B is a random sentence."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(config, 2, **kwargs)
+
+  def call(self, pooled_output):
+    return tf.nn.log_softmax(self.logits(pooled_output), axis=-1)
+
+  def original_names(self):
+    return self._names("cls/seq_relationship/")
+
+
+class ClassificationHead(_OutputWeights):
+  """Dropout (0.1 while training, as the original) + dense to `num_labels`."""
+
+  def __init__(self, config, num_labels, dropout_rate=0.1, **kwargs):
+    super().__init__(config, num_labels, **kwargs)
+    self.dropout = keras.layers.Dropout(dropout_rate)
+
+  def call(self, pooled_output, training=False):
+    return self.logits(self.dropout(pooled_output, training=training))
+
+  def original_names(self):
+    return self._names("")
+
+
+class SpanHead(_OutputWeights):
+  """Per-token start and end logits, [batch, seq] each."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(config, 2, **kwargs)
+
+  def call(self, sequence_output):
+    logits = self.logits(sequence_output)  # [batch, seq, 2]
+    return logits[:, :, 0], logits[:, :, 1]
+
+  def original_names(self):
+    return self._names("cls/squad/")
+
+
+def masked_lm_loss(log_probs, label_ids, label_weights):
+  """Weighted mean of per-prediction cross-entropy, as the original.
+
+  Padding predictions have weight 0; the 1e-5 keeps an all-padding batch
+  finite.
+  """
+  label_ids = tf.reshape(tf.cast(label_ids, tf.int32), [-1])
+  label_weights = tf.reshape(tf.cast(label_weights, tf.float32), [-1])
+  one_hot = tf.one_hot(label_ids, depth=tf.shape(log_probs)[-1], dtype=tf.float32)
+  per_example = -tf.reduce_sum(log_probs * one_hot, axis=-1)
+  loss = tf.reduce_sum(label_weights * per_example) / (tf.reduce_sum(label_weights) + 1e-5)
+  return loss, per_example
+
+
+def classification_loss(log_probs, labels):
+  """Mean cross-entropy over the batch."""
+  labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+  one_hot = tf.one_hot(labels, depth=tf.shape(log_probs)[-1], dtype=tf.float32)
+  per_example = -tf.reduce_sum(one_hot * log_probs, axis=-1)
+  return tf.reduce_mean(per_example), per_example
+
+
+def regression_loss(predictions, targets):
+  """Mean squared error for 1-output regression."""
+  predictions = tf.reshape(tf.cast(predictions, tf.float32), [-1])
+  per_example = tf.square(predictions - tf.reshape(tf.cast(targets, tf.float32), [-1]))
+  return tf.reduce_mean(per_example), per_example

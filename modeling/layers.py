@@ -1,0 +1,194 @@
+"""The building blocks of BERT, computing exactly what the original graph did.
+
+Every weight is created at construction with the shape the released
+checkpoints use (kernels are [in, out]), under the name the original gave it,
+so that `modeling.checkpoints` can map names one to one. Layer norms and
+softmaxes run in float32 whatever the dtype policy, as mixed-precision
+training needs.
+"""
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+def gelu(x):
+  """GELU with the tanh approximation, as the original used."""
+  cdf = 0.5 * (1.0 + tf.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
+  return x * cdf
+
+
+def get_activation(name):
+  """Maps the config's `hidden_act` to a function (None means linear)."""
+  if not isinstance(name, str):
+    return name
+  if not name or name.lower() == "linear":
+    return None
+  act = name.lower()
+  if act == "gelu":
+    return gelu
+  if act == "relu":
+    return tf.nn.relu
+  if act == "tanh":
+    return tf.tanh
+  raise ValueError("Unsupported activation: %s" % name)
+
+
+def truncated_normal(stddev):
+  """The original's initializer: normal truncated at two standard deviations."""
+  return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+class Dense(keras.layers.Layer):
+  """x @ kernel + bias on the last axis, with an optional activation."""
+
+  def __init__(self, input_size, units, activation=None, initializer_range=0.02,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.activation = get_activation(activation)
+    self.kernel = self.add_weight(
+        name="kernel", shape=(input_size, units),
+        initializer=truncated_normal(initializer_range))
+    self.bias = self.add_weight(name="bias", shape=(units,), initializer="zeros")
+
+  def call(self, x):
+    kernel = tf.cast(self.kernel, x.dtype)
+    y = tf.matmul(x, kernel) if x.shape.rank == 2 else tf.einsum("...i,io->...o", x, kernel)
+    y = tf.nn.bias_add(y, tf.cast(self.bias, x.dtype))
+    return self.activation(y) if self.activation is not None else y
+
+
+class LayerNorm(keras.layers.Layer):
+  """Layer normalisation over the last axis, epsilon 1e-12, in float32."""
+
+  def __init__(self, size, epsilon=1e-12, **kwargs):
+    super().__init__(**kwargs)
+    self.epsilon = epsilon
+    self.beta = self.add_weight(name="beta", shape=(size,), initializer="zeros")
+    self.gamma = self.add_weight(name="gamma", shape=(size,), initializer="ones")
+
+  def call(self, x):
+    dtype = x.dtype
+    x = tf.cast(x, tf.float32)
+    mean, variance = tf.nn.moments(x, [-1], keepdims=True)
+    y = tf.nn.batch_normalization(x, mean, variance, tf.convert_to_tensor(self.beta),
+                                  tf.convert_to_tensor(self.gamma), self.epsilon)
+    return tf.cast(y, dtype)
+
+
+class Embeddings(keras.layers.Layer):
+  """Word + token type + absolute position embeddings, then LayerNorm, dropout."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+    init = truncated_normal(config.initializer_range)
+    self.word_embeddings = self.add_weight(
+        name="word_embeddings", shape=(config.vocab_size, config.hidden_size),
+        initializer=init)
+    self.token_type_embeddings = self.add_weight(
+        name="token_type_embeddings",
+        shape=(config.type_vocab_size, config.hidden_size), initializer=init)
+    self.position_embeddings = self.add_weight(
+        name="position_embeddings",
+        shape=(config.max_position_embeddings, config.hidden_size),
+        initializer=init)
+    self.layer_norm = LayerNorm(config.hidden_size, name="LayerNorm")
+    self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+
+  def call(self, input_ids, segment_ids, training=False):
+    seq_length = tf.shape(input_ids)[1]
+    output = tf.gather(tf.convert_to_tensor(self.word_embeddings), input_ids)
+    output += tf.gather(tf.convert_to_tensor(self.token_type_embeddings), segment_ids)
+    output += tf.convert_to_tensor(self.position_embeddings)[tf.newaxis, :seq_length, :]
+    output = self.layer_norm(output)
+    output = self.dropout(output, training=training)
+    return tf.cast(output, self.compute_dtype)
+
+
+class SelfAttention(keras.layers.Layer):
+  """Multi-head scaled dot-product self-attention with an additive mask."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    hidden = config.hidden_size
+    self.num_heads = config.num_attention_heads
+    self.head_size = hidden // self.num_heads
+    r = config.initializer_range
+    self.query = Dense(hidden, hidden, initializer_range=r, name="query")
+    self.key = Dense(hidden, hidden, initializer_range=r, name="key")
+    self.value = Dense(hidden, hidden, initializer_range=r, name="value")
+    self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+
+  def _split_heads(self, x):
+    shape = tf.shape(x)
+    x = tf.reshape(x, [shape[0], shape[1], self.num_heads, self.head_size])
+    return tf.transpose(x, [0, 2, 1, 3])  # [batch, heads, seq, head_size]
+
+  def call(self, x, mask_adder, training=False):
+    q = self._split_heads(self.query(x))
+    k = self._split_heads(self.key(x))
+    v = self._split_heads(self.value(x))
+    scores = tf.matmul(q, k, transpose_b=True)
+    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(float(self.head_size)))
+    probs = tf.nn.softmax(scores + mask_adder)
+    probs = self.dropout(tf.cast(probs, v.dtype), training=training)
+    context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
+    shape = tf.shape(context)
+    return tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
+
+
+class TransformerLayer(keras.layers.Layer):
+  """Attention and feed-forward blocks, each with residual + LayerNorm (post-norm)."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    hidden = config.hidden_size
+    r = config.initializer_range
+    self.attention = SelfAttention(config, name="self")
+    self.attention_output = Dense(hidden, hidden, initializer_range=r, name="dense")
+    self.attention_layer_norm = LayerNorm(hidden, name="LayerNorm")
+    self.intermediate = Dense(hidden, config.intermediate_size,
+                              activation=config.hidden_act, initializer_range=r,
+                              name="intermediate_dense")
+    self.output_dense = Dense(config.intermediate_size, hidden,
+                              initializer_range=r, name="output_dense")
+    self.output_layer_norm = LayerNorm(hidden, name="output_LayerNorm")
+    self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+
+  def call(self, x, mask_adder, training=False):
+    attended = self.attention(x, mask_adder, training=training)
+    attended = self.dropout(self.attention_output(attended), training=training)
+    attended = self.attention_layer_norm(attended + x)
+    hidden = self.output_dense(self.intermediate(attended))
+    hidden = self.dropout(hidden, training=training)
+    return self.output_layer_norm(hidden + attended)
+
+  def original_names(self, prefix):
+    """{original checkpoint name: variable} for this layer."""
+    return {
+        prefix + "attention/self/query/kernel": self.attention.query.kernel,
+        prefix + "attention/self/query/bias": self.attention.query.bias,
+        prefix + "attention/self/key/kernel": self.attention.key.kernel,
+        prefix + "attention/self/key/bias": self.attention.key.bias,
+        prefix + "attention/self/value/kernel": self.attention.value.kernel,
+        prefix + "attention/self/value/bias": self.attention.value.bias,
+        prefix + "attention/output/dense/kernel": self.attention_output.kernel,
+        prefix + "attention/output/dense/bias": self.attention_output.bias,
+        prefix + "attention/output/LayerNorm/beta": self.attention_layer_norm.beta,
+        prefix + "attention/output/LayerNorm/gamma": self.attention_layer_norm.gamma,
+        prefix + "intermediate/dense/kernel": self.intermediate.kernel,
+        prefix + "intermediate/dense/bias": self.intermediate.bias,
+        prefix + "output/dense/kernel": self.output_dense.kernel,
+        prefix + "output/dense/bias": self.output_dense.bias,
+        prefix + "output/LayerNorm/beta": self.output_layer_norm.beta,
+        prefix + "output/LayerNorm/gamma": self.output_layer_norm.gamma,
+    }
+
+
+def attention_mask_adder(input_mask):
+  """[batch, seq] 1/0 mask -> [batch, 1, 1, seq] additive bias (0 or -10000)."""
+  mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+  return (1.0 - mask) * -10000.0

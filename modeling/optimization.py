@@ -1,0 +1,196 @@
+"""The original's optimizer and learning-rate schedule, plus LAMB and accumulation.
+
+`create_optimizer(init_lr, num_train_steps, num_warmup_steps)` gives what the
+original's `optimization.create_optimizer` trained with:
+  * learning rate: linear warm-up from 0 over `num_warmup_steps`, otherwise
+    polynomial (power 1) decay from `init_lr` to 0 at `num_train_steps`; the
+    update made at step t (from 0) uses the rate at t, so the first update has
+    rate 0 and the rate jumps to the decayed value when warm-up ends;
+  * Adam without bias correction, epsilon 1e-6, betas 0.9/0.999;
+  * decoupled weight decay 0.01 added to the update, except for variables
+    whose names contain "LayerNorm", "layer_norm" or "bias";
+  * gradients clipped to global norm 1.0.
+"""
+
+import re
+
+import keras
+import tensorflow as tf
+
+EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+
+
+class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
+  """Linear warm-up, then linear decay to zero (the original's schedule)."""
+
+  def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, power=1.0,
+               end_learning_rate=0.0):
+    self.init_lr = init_lr
+    self.num_train_steps = num_train_steps
+    self.num_warmup_steps = num_warmup_steps
+    self.power = power
+    self.end_learning_rate = end_learning_rate
+
+  def __call__(self, step):
+    step = tf.cast(step, tf.float32)
+    decay_steps = float(max(self.num_train_steps, 1))
+    progress = tf.minimum(step, decay_steps) / decay_steps
+    decayed = ((self.init_lr - self.end_learning_rate) *
+               tf.pow(1.0 - progress, self.power) + self.end_learning_rate)
+    if not self.num_warmup_steps:
+      return decayed
+    warmup = self.init_lr * step / float(self.num_warmup_steps)
+    return tf.where(step < float(self.num_warmup_steps), warmup, decayed)
+
+  def get_config(self):
+    return {"init_lr": self.init_lr, "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps, "power": self.power,
+            "end_learning_rate": self.end_learning_rate}
+
+
+class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
+  """Shared parts: first/second moments and name-based weight-decay exclusion.
+
+  Variable names are matched with `re.search`, like the original; pass
+  `variable_names` ({id(variable): name}) to match on original checkpoint
+  names, otherwise the Keras variable path is used (our layer and weight names
+  keep the original's "LayerNorm" and "bias" words, so both agree).
+  """
+
+  def __init__(self, learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
+               exclude_from_weight_decay, variable_names, name, **kwargs):
+    super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    self.weight_decay_rate = weight_decay_rate
+    self.beta_1 = beta_1
+    self.beta_2 = beta_2
+    self.epsilon = epsilon
+    self.exclude_from_weight_decay = list(exclude_from_weight_decay or [])
+    self._variable_names = dict(variable_names or {})
+
+  def apply(self, grads, trainable_variables=None):
+    # The original clipped dense gradients. An IndexedSlices gradient (from an
+    # embedding lookup) with repeated rows would count each repeat separately
+    # in the global norm, so sum the repeats first.
+    grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+             for g in grads]
+    return super().apply(grads, trainable_variables)
+
+  def build(self, var_list):
+    if self.built:
+      return
+    super().build(var_list)
+    self._m = [self.add_variable_from_reference(v, "m") for v in var_list]
+    self._v = [self.add_variable_from_reference(v, "v") for v in var_list]
+    # Decided once per variable, by name, at build time.
+    self._decays = [self._decays_by_name(v) for v in var_list]
+
+  def _decays_by_name(self, variable):
+    if not self.weight_decay_rate:
+      return False
+    name = self._variable_names.get(id(variable), variable.path)
+    return not any(re.search(p, name) for p in self.exclude_from_weight_decay)
+
+  def _do_use_weight_decay(self, variable):
+    return self._decays[self._get_variable_index(variable)]
+
+  def _moments(self, gradient, variable):
+    index = self._get_variable_index(variable)
+    m, v = self._m[index], self._v[index]
+    self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+    self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
+    return m, v
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(weight_decay_rate=self.weight_decay_rate, beta_1=self.beta_1,
+                  beta_2=self.beta_2, epsilon=self.epsilon,
+                  exclude_from_weight_decay=self.exclude_from_weight_decay)
+    return config
+
+
+class AdamWeightDecay(_DecoupledDecayOptimizer):
+  """The original's AdamWeightDecayOptimizer (no bias correction)."""
+
+  def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9,
+               beta_2=0.999, epsilon=1e-6,
+               exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
+               variable_names=None, name="AdamWeightDecay", **kwargs):
+    super().__init__(learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
+                     exclude_from_weight_decay, variable_names, name, **kwargs)
+
+  def update_step(self, gradient, variable, learning_rate):
+    gradient = tf.cast(gradient, variable.dtype)
+    m, v = self._moments(gradient, variable)
+    update = m / (tf.sqrt(v) + self.epsilon)
+    if self._do_use_weight_decay(variable):
+      update += self.weight_decay_rate * variable
+    self.assign_sub(variable, tf.cast(learning_rate, variable.dtype) * update)
+
+
+class Lamb(_DecoupledDecayOptimizer):
+  """LAMB (You et al., 2019) for large batches: Adam with bias correction and a
+  per-variable trust ratio ||w|| / ||update||; same decay exclusions."""
+
+  def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9,
+               beta_2=0.999, epsilon=1e-6,
+               exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
+               variable_names=None, name="Lamb", **kwargs):
+    super().__init__(learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
+                     exclude_from_weight_decay, variable_names, name, **kwargs)
+
+  def update_step(self, gradient, variable, learning_rate):
+    gradient = tf.cast(gradient, variable.dtype)
+    m, v = self._moments(gradient, variable)
+    step = tf.cast(self.iterations + 1, variable.dtype)
+    m_hat = m / (1.0 - tf.pow(self.beta_1, step))
+    v_hat = v / (1.0 - tf.pow(self.beta_2, step))
+    update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
+    if self._do_use_weight_decay(variable):
+      update += self.weight_decay_rate * variable
+    w_norm = tf.norm(variable)
+    u_norm = tf.norm(update)
+    ratio = tf.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
+    self.assign_sub(variable, tf.cast(learning_rate, variable.dtype) * ratio * update)
+
+
+def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",
+                     variable_names=None):
+  """The original's training optimizer (or LAMB), with global-norm clipping 1.0."""
+  schedule = WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps)
+  cls = {"adamw": AdamWeightDecay, "lamb": Lamb}[optimizer]
+  return cls(learning_rate=schedule, global_clipnorm=1.0,
+             variable_names=variable_names)
+
+
+class GradientAccumulator(object):
+  """Sums gradients over micro-batches so N of them make one optimizer step.
+
+  With per-micro-batch losses scaled so that they add up to the full batch's
+  loss (for a batch mean: each micro-batch mean times its share of the
+  examples), the summed gradient equals the full batch's gradient, and so does
+  the update, clipping included.
+  """
+
+  def __init__(self, variables):
+    self.variables = list(variables)
+    self._sums = [tf.Variable(tf.zeros_like(v), trainable=False,
+                              synchronization=tf.VariableSynchronization.ON_READ,
+                              aggregation=tf.VariableAggregation.SUM)
+                  for v in self.variables]
+
+  def add(self, gradients):
+    for total, gradient in zip(self._sums, gradients):
+      if gradient is not None:
+        total.assign_add(tf.convert_to_tensor(gradient))
+
+  def gradients(self):
+    return [tf.convert_to_tensor(s) for s in self._sums]
+
+  def reset(self):
+    for total in self._sums:
+      total.assign(tf.zeros_like(total))
+
+  def apply(self, optimizer):
+    """Applies the summed gradients with `optimizer` and starts over."""
+    optimizer.apply_gradients(zip(self.gradients(), self.variables))
+    self.reset()

@@ -1,0 +1,221 @@
+"""The Keras model against outputs of the original modeling code (float32, 1e-5)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT, data_file, shared_path
+import modeling
+from modeling import checkpoints
+
+REF = "modeling_reference/"
+FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+            "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+
+def _config(**overrides):
+  with open(data_file(REF + "bert_config.json")) as f:
+    values = json.load(f)
+  values.update(overrides)
+  return modeling.BertConfig.from_dict(values)
+
+
+def _inputs():
+  return dict(np.load(data_file(REF + "inputs.npz")))
+
+
+def _reference():
+  return dict(np.load(data_file(REF + "outputs.npz")))
+
+
+def _ckpt():
+  return data_file(REF + "model.ckpt")
+
+
+def _close(got, want, atol=1e-5):
+  np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=atol)
+
+
+def test_pretrainer_matches_original():
+  model = modeling.BertPretrainer(_config())
+  report = modeling.load_original_checkpoint(model, _ckpt())
+  assert len(report.loaded) == 46 and not report.missing
+  assert set(report.unused) == {"output_weights", "output_bias",
+                                "cls/squad/output_weights", "cls/squad/output_bias"}
+  inputs = _inputs()
+  out = model({k: inputs[k] for k in FEATURES}, training=False)
+  ref = _reference()
+  for i, layer in enumerate(out["encoder_outputs"]):
+    _close(layer, ref["encoder_layer_%d" % i])
+  _close(out["embedding_output"], ref["embedding_output"])
+  _close(out["sequence_output"], ref["sequence_output"])
+  _close(out["pooled_output"], ref["pooled_output"])
+  _close(model.bert.embedding_table, ref["embedding_table"], atol=0)
+  _close(out["masked_lm_log_probs"], ref["mlm_log_probs"])
+  _close(out["masked_lm_per_example_loss"], ref["mlm_per_example_loss"])
+  _close(out["masked_lm_loss"], ref["mlm_loss"])
+  _close(out["next_sentence_log_probs"], ref["nsp_log_probs"])
+  _close(out["next_sentence_per_example_loss"], ref["nsp_per_example_loss"])
+  _close(out["next_sentence_loss"], ref["nsp_loss"])
+
+
+def test_classifier_and_span_heads_match_original():
+  inputs = _inputs()
+  ref = _reference()
+  classifier = modeling.BertClassifier(_config(), num_labels=3)
+  modeling.load_original_checkpoint(classifier, _ckpt(), log=False)
+  out = classifier({"input_ids": inputs["input_ids"], "input_mask": inputs["input_mask"],
+                    "segment_ids": inputs["segment_ids"], "label_ids": inputs["label_ids"]})
+  _close(out["logits"], ref["classifier_logits"])
+  _close(out["probabilities"], ref["classifier_probabilities"])
+  _close(out["per_example_loss"], ref["classifier_per_example_loss"])
+  _close(out["loss"], ref["classifier_loss"])
+  span = modeling.BertSpanPredictor(_config())
+  modeling.load_original_checkpoint(span, _ckpt(), log=False)
+  out = span({k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")})
+  _close(out["start_logits"], ref["squad_start_logits"])
+  _close(out["end_logits"], ref["squad_end_logits"])
+
+
+def test_regression_head():
+  model = modeling.BertClassifier(_config(), num_labels=1)
+  modeling.load_original_checkpoint(model.bert, _ckpt(), log=False)
+  inputs = _inputs()
+  targets = np.array([0.5, 3.0, -1.0], np.float32)
+  out = model({"input_ids": inputs["input_ids"], "input_mask": inputs["input_mask"],
+               "segment_ids": inputs["segment_ids"], "label_ids": targets})
+  w = model.classifier.output_weights.numpy()
+  b = model.classifier.output_bias.numpy()
+  want = _reference()["pooled_output"] @ w.T + b
+  _close(out["logits"], want)
+  _close(out["loss"], np.mean((want[:, 0] - targets) ** 2))
+  assert "probabilities" not in out
+
+def test_head_shape_mismatch_names_variable_and_shapes():
+  model = modeling.BertClassifier(_config(), num_labels=2)
+  with pytest.raises(modeling.CheckpointMismatchError,
+                     match=r"output_weights has shape \[3, 32\], but the model expects \[2, 32\]"):
+    modeling.load_original_checkpoint(model, _ckpt())
+  wrong = modeling.BertModel(_config(intermediate_size=40))
+  with pytest.raises(modeling.CheckpointMismatchError, match="intermediate/dense/kernel"):
+    modeling.load_original_checkpoint(wrong, _ckpt())
+
+
+def test_default_mask_and_segments_are_ones_and_zeros():
+  model = modeling.BertModel(_config())
+  modeling.load_original_checkpoint(model, _ckpt(), log=False)
+  ids = _inputs()["input_ids"][:1]
+  a = model({"input_ids": ids})
+  b = model({"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)})
+  _close(a["sequence_output"], np.asarray(b["sequence_output"]), atol=0)
+
+
+def test_original_format_round_trip_is_exact(tmp_path):
+  model = modeling.BertPretrainer(_config())
+  modeling.load_original_checkpoint(model, _ckpt(), log=False)
+  prefix = modeling.save_original_checkpoint(model, str(tmp_path / "out" / "bert_model.ckpt"))
+  reader = tf.train.load_checkpoint(prefix)
+  original = tf.train.load_checkpoint(_ckpt())
+  for name in model.original_names():
+    np.testing.assert_array_equal(reader.get_tensor(name), original.get_tensor(name))
+  # The directory resolves to it, and loading it back is exact.
+  again = modeling.BertPretrainer(_config())
+  modeling.load_original_checkpoint(again, str(tmp_path / "out"), log=False)
+  for a, b in zip(model.weights, again.weights):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_object_based_checkpoints_load_anywhere(tmp_path):
+  model = modeling.BertSpanPredictor(_config())
+  modeling.load_original_checkpoint(model, _ckpt(), log=False)
+  prefix = modeling.save_checkpoint(model, str(tmp_path / "ours" / "ckpt-1"))
+  assert checkpoints.is_object_based(prefix)
+  again = modeling.BertSpanPredictor(_config())
+  modeling.load_checkpoint(again, prefix)
+  for a, b in zip(model.weights, again.weights):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+  # The same function reads the released (name-based) format too.
+  third = modeling.BertSpanPredictor(_config())
+  modeling.load_checkpoint(third, _ckpt())
+  np.testing.assert_array_equal(third.span.output_weights.numpy(),
+                                model.span.output_weights.numpy())
+
+
+def test_convert_checkpoint_cli_both_ways(tmp_path):
+  def convert(src, dst, fmt, extra=()):
+    result = subprocess.run(
+        [sys.executable, "-m", "modeling.convert_checkpoint",
+         "--bert_config_file=" + data_file(REF + "bert_config.json"),
+         "--input_checkpoint=" + src, "--output_checkpoint=" + dst,
+         "--output_format=" + fmt] + list(extra),
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+  keras_dir = tmp_path / "keras"
+  convert(_ckpt(), str(keras_dir / "ckpt"), "keras")
+  back = str(tmp_path / "back" / "bert_model.ckpt")
+  convert(str(keras_dir), back, "original")
+  original = tf.train.load_checkpoint(_ckpt())
+  converted = tf.train.load_checkpoint(back)
+  names = set(original.get_variable_to_shape_map())
+  assert set(converted.get_variable_to_shape_map()) == names
+  for name in names:
+    np.testing.assert_array_equal(converted.get_tensor(name), original.get_tensor(name))
+
+
+def test_released_configs_load_unchanged():
+  base = modeling.BertConfig.from_json_file(
+      shared_path("bert_configs/uncased_L-12_H-768_A-12.bert_config.json"))
+  assert (base.vocab_size, base.hidden_size, base.num_hidden_layers) == (30522, 768, 12)
+  chinese = modeling.BertConfig.from_json_file(
+      shared_path("bert_configs/chinese_L-12_H-768_A-12.bert_config.json"))
+  assert chinese.vocab_size == 21128 and chinese.pooler_type == "first_token_transform"
+  assert json.loads(chinese.to_json_string())["directionality"] == "bidi"
+  mini = modeling.BertConfig.from_json_file(
+      shared_path("bert_configs/uncased_L-4_H-256_A-4.bert_config.json"))
+  assert (mini.hidden_size, mini.num_attention_heads, mini.intermediate_size) == (256, 4, 1024)
+  defaults = modeling.BertConfig(vocab_size=10)
+  assert (defaults.hidden_size, defaults.type_vocab_size, defaults.initializer_range,
+          defaults.hidden_act, defaults.max_position_embeddings) == (768, 16, 0.02, "gelu", 512)
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"vocab_size": None}, "vocab_size"),
+    ({"hidden_size": "768"}, "hidden_size"),
+    ({"num_attention_heads": 5}, "num_attention_heads"),
+    ({"hidden_act": "swish"}, "hidden_act"),
+    ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob"),
+])
+def test_bad_configs_name_the_field(change, field):
+  values = _config().to_dict()
+  values.update(change)
+  if change.get("vocab_size", 0) is None:
+    del values["vocab_size"]
+  with pytest.raises(ValueError, match=field):
+    modeling.BertConfig.from_dict(values)
+
+
+def test_bad_inputs_fail_clearly():
+  model = modeling.BertModel(_config())
+  ids = np.array([[1, 2, 3]])
+  with pytest.raises(tf.errors.InvalidArgumentError, match="outside the vocabulary"):
+    model({"input_ids": np.array([[1, 99, 3]])})
+  with pytest.raises(tf.errors.InvalidArgumentError, match="type_vocab_size"):
+    model({"input_ids": ids, "segment_ids": np.array([[0, 3, 0]])})
+  with pytest.raises(modeling.InvalidInputError, match="max_position_embeddings=40"):
+    model({"input_ids": np.ones((1, 41), np.int32)})
+
+
+def test_activations():
+  from modeling import layers
+  x = tf.constant([-3.0, -0.5, 0.0, 0.7, 2.0])
+  want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+  _close(layers.gelu(x), want.numpy(), atol=1e-7)
+  assert layers.get_activation("linear") is None and layers.get_activation("ReLU") is tf.nn.relu
+  with pytest.raises(ValueError, match="Unsupported activation"):
+    layers.get_activation("swish")

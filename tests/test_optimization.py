@@ -1,0 +1,122 @@
+"""The optimizer against the original optimization.py, plus LAMB and accumulation."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import data_file
+import modeling
+from modeling import optimization
+
+REF = "modeling_reference/"
+FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+            "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+
+def _config(**overrides):
+  with open(data_file(REF + "bert_config.json")) as f:
+    values = json.load(f)
+  values.update(overrides)
+  return modeling.BertConfig.from_dict(values)
+
+
+def _pretrainer(dropout=0.0):
+  model = modeling.BertPretrainer(_config(hidden_dropout_prob=dropout,
+                                          attention_probs_dropout_prob=dropout))
+  modeling.load_original_checkpoint(model, data_file(REF + "model.ckpt"), log=False)
+  return model
+
+
+def test_six_steps_match_original():
+  ref = dict(np.load(data_file(REF + "optimizer_steps.npz")))
+  inputs = dict(np.load(data_file(REF + "inputs.npz")))
+  features = {k: tf.constant(inputs[k]) for k in FEATURES}
+  model = _pretrainer()
+  optimizer = optimization.create_optimizer(2e-3, num_train_steps=8, num_warmup_steps=3)
+  learning_rates, losses = [], []
+  for _ in range(6):
+    learning_rates.append(float(optimizer.learning_rate))
+    with tf.GradientTape() as tape:
+      loss = model(features, training=True)["loss"]
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                  model.trainable_variables))
+    losses.append(float(loss))
+  np.testing.assert_allclose(learning_rates, ref["learning_rates"], rtol=0, atol=1e-9)
+  np.testing.assert_allclose(losses, ref["losses"], rtol=0, atol=1e-5)
+  for name, variable in model.original_names().items():
+    np.testing.assert_allclose(variable.numpy(), ref["var/" + name], rtol=0, atol=1e-6,
+                               err_msg=name)
+
+
+def test_schedule_shape():
+  schedule = optimization.WarmupPolynomialDecay(1.0, num_train_steps=10, num_warmup_steps=4)
+  got = [float(schedule(t)) for t in range(12)]
+  want = [0.0, 0.25, 0.5, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0, 0.0]
+  np.testing.assert_allclose(got, want, atol=1e-7)
+  no_warmup = optimization.WarmupPolynomialDecay(2.0, num_train_steps=4)
+  np.testing.assert_allclose([float(no_warmup(t)) for t in range(5)], [2, 1.5, 1, 0.5, 0], atol=1e-7)
+
+
+def test_weight_decay_follows_original_names():
+  model = _pretrainer()
+  optimizer = optimization.create_optimizer(1e-3, 10, 1)
+  optimizer.build(model.trainable_variables)
+  names = {id(v): n for n, v in model.original_names().items()}
+  for variable in model.trainable_variables:
+    name = names[id(variable)]
+    excluded = "LayerNorm" in name or "bias" in name
+    assert optimizer._do_use_weight_decay(variable) == (not excluded), name
+
+
+def _classifier_batch(size, seed):
+  rng = np.random.RandomState(seed)
+  ids = rng.randint(1, 99, size=(size, 12)).astype(np.int32)
+  mask = np.ones_like(ids)
+  mask[:, 9:] = 0
+  return {"input_ids": ids, "input_mask": mask,
+          "segment_ids": (np.arange(12) >= 6).astype(np.int32)[None].repeat(size, 0),
+          "label_ids": rng.randint(0, 3, size=size).astype(np.int32)}
+
+
+@pytest.mark.parametrize("optimizer_name", ["adamw", "lamb"])
+def test_gradient_accumulation_equals_large_batch(optimizer_name):
+  batch = _classifier_batch(8, seed=3)
+
+  def fresh():
+    keras.utils.set_random_seed(7)
+    model = modeling.BertClassifier(_config(hidden_dropout_prob=0.0,
+                                            attention_probs_dropout_prob=0.0), 3)
+    return model, optimization.create_optimizer(1e-3, 10, 2, optimizer=optimizer_name)
+
+  big, big_opt = fresh()
+  small, small_opt = fresh()
+  accumulator = optimization.GradientAccumulator(small.trainable_variables)
+  # training=False: the classifier head's fixed 0.1 dropout would differ
+  # between the two runs.
+  for _ in range(3):
+    with tf.GradientTape() as tape:
+      loss = big(batch, training=False)["loss"]
+    big_opt.apply_gradients(zip(tape.gradient(loss, big.trainable_variables),
+                                big.trainable_variables))
+    for part in range(4):  # 4 micro-batches of 2; each mean loss weighs 1/4.
+      micro = {k: v[2 * part:2 * part + 2] for k, v in batch.items()}
+      with tf.GradientTape() as tape:
+        loss = small(micro, training=False)["loss"] / 4.0
+      accumulator.add(tape.gradient(loss, small.trainable_variables))
+    accumulator.apply(small_opt)
+  for a, b in zip(big.trainable_variables, small.trainable_variables):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=1e-6)
+  assert int(small_opt.iterations) == 3
+
+
+def test_lamb_trust_ratio_step():
+  variable = keras.Variable(np.array([3.0, 4.0], np.float32), name="kernel")
+  optimizer = optimization.Lamb(learning_rate=0.1, weight_decay_rate=0.0)
+  optimizer.apply_gradients([(tf.constant([0.5, -2.0]), variable)])
+  # First step: m_hat = g, v_hat = g^2, update = sign(g) (eps aside);
+  # trust ratio = ||w|| / ||update|| = 5 / sqrt(2).
+  step = 0.1 * (5.0 / np.sqrt(2.0)) * np.array([1.0, -1.0])
+  np.testing.assert_allclose(variable.numpy(), np.array([3.0, 4.0]) - step, atol=1e-5)

@@ -38,7 +38,7 @@ class MaskedLMHead(keras.layers.Layer):
     x = gather_positions(sequence_output, positions)
     x = self.layer_norm(self.transform(x))
     logits = tf.matmul(x, tf.cast(embedding_table, x.dtype), transpose_b=True)
-    logits = tf.nn.bias_add(tf.cast(logits, tf.float32), tf.convert_to_tensor(self.output_bias))
+    logits = tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
     return tf.nn.log_softmax(logits, axis=-1)
 
   def original_names(self):
@@ -64,7 +64,7 @@ class _OutputWeights(keras.layers.Layer):
 
   def logits(self, x):
     logits = tf.matmul(x, tf.cast(self.output_weights, x.dtype), transpose_b=True)
-    return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.convert_to_tensor(self.output_bias))
+    return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
 
   def _names(self, prefix):
     return {prefix + "output_weights": self.output_weights,

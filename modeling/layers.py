@@ -61,21 +61,30 @@ class Dense(keras.layers.Layer):
 
 
 class LayerNorm(keras.layers.Layer):
-  """Layer normalisation over the last axis, epsilon 1e-12, in float32."""
+  """Layer normalisation over the last axis, epsilon 1e-12, always in float32.
+
+  Its dtype policy is float32 whatever the global one, so under mixed
+  precision it reads its parameters and normalises in full precision; it
+  returns its input's dtype.
+  """
 
   def __init__(self, size, epsilon=1e-12, **kwargs):
+    kwargs["dtype"] = "float32"
     super().__init__(**kwargs)
     self.epsilon = epsilon
     self.beta = self.add_weight(name="beta", shape=(size,), initializer="zeros")
     self.gamma = self.add_weight(name="gamma", shape=(size,), initializer="ones")
 
+  def __call__(self, x, *args, **kwargs):
+    # Keras would cast the input to float32 and leave the output so; hand
+    # back the caller's dtype instead.
+    return tf.cast(super().__call__(x, *args, **kwargs), x.dtype)
+
   def call(self, x):
-    dtype = x.dtype
     x = tf.cast(x, tf.float32)
     mean, variance = tf.nn.moments(x, [-1], keepdims=True)
-    y = tf.nn.batch_normalization(x, mean, variance, tf.convert_to_tensor(self.beta),
-                                  tf.convert_to_tensor(self.gamma), self.epsilon)
-    return tf.cast(y, dtype)
+    return tf.nn.batch_normalization(x, mean, variance, tf.convert_to_tensor(self.beta),
+                                     tf.convert_to_tensor(self.gamma), self.epsilon)
 
 
 class Embeddings(keras.layers.Layer):
@@ -104,8 +113,7 @@ class Embeddings(keras.layers.Layer):
     output += tf.gather(tf.convert_to_tensor(self.token_type_embeddings), segment_ids)
     output += tf.convert_to_tensor(self.position_embeddings)[tf.newaxis, :seq_length, :]
     output = self.layer_norm(output)
-    output = self.dropout(output, training=training)
-    return tf.cast(output, self.compute_dtype)
+    return self.dropout(output, training=training)
 
 
 class SelfAttention(keras.layers.Layer):
@@ -133,7 +141,7 @@ class SelfAttention(keras.layers.Layer):
     v = self._split_heads(self.value(x))
     scores = tf.matmul(q, k, transpose_b=True)
     scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(float(self.head_size)))
-    probs = tf.nn.softmax(scores + mask_adder)
+    probs = tf.nn.softmax(scores + tf.cast(mask_adder, tf.float32))
     probs = self.dropout(tf.cast(probs, v.dtype), training=training)
     context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
     shape = tf.shape(context)

@@ -1,0 +1,103 @@
+"""Options beyond the original: XLA compilation and mixed precision."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import data_file
+import modeling
+from modeling import optimization
+
+REF = "modeling_reference/"
+FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+            "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+
+def _config(**overrides):
+  with open(data_file(REF + "bert_config.json")) as f:
+    values = json.load(f)
+  values.update(overrides)
+  return modeling.BertConfig.from_dict(values)
+
+
+def _features():
+  inputs = dict(np.load(data_file(REF + "inputs.npz")))
+  return {k: tf.constant(inputs[k]) for k in FEATURES}
+
+
+def _reference():
+  return dict(np.load(data_file(REF + "outputs.npz")))
+
+
+@pytest.fixture
+def policy():
+  """Sets a global dtype policy for the test and restores float32 after."""
+  def set_policy(name):
+    keras.mixed_precision.set_global_policy(name)
+  yield set_policy
+  keras.mixed_precision.set_global_policy("float32")
+
+
+def _pretrainer(**config):
+  model = modeling.BertPretrainer(_config(**config))
+  modeling.load_original_checkpoint(model, data_file(REF + "model.ckpt"), log=False)
+  return model
+
+
+def test_xla_compiled_forward_matches_original():
+  model = _pretrainer()
+  compiled = tf.function(lambda x: model(x, training=False), jit_compile=True)
+  out = compiled(_features())
+  ref = _reference()
+  np.testing.assert_allclose(out["sequence_output"].numpy(), ref["sequence_output"], atol=1e-5)
+  np.testing.assert_allclose(out["masked_lm_log_probs"].numpy(), ref["mlm_log_probs"], atol=1e-5)
+  np.testing.assert_allclose(out["loss"].numpy(), ref["mlm_loss"] + ref["nsp_loss"], atol=1e-5)
+
+
+@pytest.mark.parametrize("name,atol", [("mixed_bfloat16", 0.1), ("mixed_float16", 0.02)])
+def test_mixed_precision_forward_tracks_float32(policy, name, atol):
+  policy(name)
+  model = _pretrainer()
+  out = model(_features(), training=False)
+  assert out["sequence_output"].dtype == keras.mixed_precision.global_policy().compute_dtype
+  assert out["loss"].dtype == tf.float32 and out["masked_lm_log_probs"].dtype == tf.float32
+  assert all(v.dtype == "float32" for v in model.weights)
+  ref = _reference()
+  np.testing.assert_allclose(
+      out["sequence_output"].numpy().astype(np.float32), ref["sequence_output"], atol=atol)
+  assert abs(float(out["loss"]) - float(ref["mlm_loss"] + ref["nsp_loss"])) < 0.01
+
+
+def _train(model, optimizer, steps, loss_scale=False):
+  features = _features()
+  losses = []
+  for _ in range(steps):
+    with tf.GradientTape() as tape:
+      loss = model(features, training=True)["loss"]
+      scaled = optimizer.scale_loss(loss) if loss_scale else loss
+    grads = tape.gradient(scaled, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    losses.append(float(loss))
+  return losses
+
+
+def test_bfloat16_training_loss_tracks_float32(policy):
+  reference = _train(_pretrainer(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+                     optimization.create_optimizer(2e-3, 20, 2), steps=8)
+  policy("mixed_bfloat16")
+  mixed = _train(_pretrainer(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+                 optimization.create_optimizer(2e-3, 20, 2), steps=8)
+  assert reference[-1] < reference[0] - 1.0
+  np.testing.assert_allclose(mixed, reference, rtol=0.03)
+
+
+def test_float16_training_with_loss_scaling(policy):
+  policy("mixed_float16")
+  model = _pretrainer(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  optimizer = keras.optimizers.LossScaleOptimizer(optimization.create_optimizer(2e-3, 20, 2))
+  losses = _train(model, optimizer, steps=8, loss_scale=True)
+  assert all(np.isfinite(losses)) and losses[-1] < losses[0] - 1.0
+  assert float(optimizer.dynamic_scale) > 1.0

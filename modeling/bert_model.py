@@ -160,12 +160,17 @@ class BertWithHeads(keras.Model):
   def call(self, inputs, training=False):
     """Encoder outputs plus whatever the present heads give."""
     outputs = dict(self.bert(inputs, training=training))
+    # Log-probabilities are outputs for users; losses use the logits, and in
+    # a compiled training step unused outputs are pruned.
     if self.masked_lm is not None and "masked_lm_positions" in inputs:
-      outputs["masked_lm_log_probs"] = self.masked_lm(
-          outputs["sequence_output"], inputs["masked_lm_positions"],
-          self.bert.embedding_table)
+      logits = self.masked_lm(outputs["sequence_output"], inputs["masked_lm_positions"],
+                              self.bert.embedding_table)
+      outputs["masked_lm_logits"] = logits
+      outputs["masked_lm_log_probs"] = tf.nn.log_softmax(logits, axis=-1)
     if self.next_sentence is not None:
-      outputs["next_sentence_log_probs"] = self.next_sentence(outputs["pooled_output"])
+      logits = self.next_sentence(outputs["pooled_output"])
+      outputs["next_sentence_logits"] = logits
+      outputs["next_sentence_log_probs"] = tf.nn.log_softmax(logits, axis=-1)
     if self.classifier is not None:
       outputs["logits"] = self.classifier(outputs["pooled_output"], training=training)
     if self.span is not None:
@@ -179,7 +184,7 @@ class BertPretrainer(BertWithHeads):
   Inputs add `masked_lm_positions` (and, for losses, `masked_lm_ids`,
   `masked_lm_weights`, `next_sentence_labels`). Outputs add
   `masked_lm_log_probs` [batch * predictions, vocab] and
-  `next_sentence_log_probs` [batch, 2]; with labels present also the
+  `next_sentence_log_probs` [batch, 2] (and their logits); with labels present also the
   original's losses: `masked_lm_loss`, `next_sentence_loss`, `loss`,
   and per-example losses.
   """
@@ -192,10 +197,10 @@ class BertPretrainer(BertWithHeads):
     outputs = super().call(inputs, training=training)
     if "masked_lm_ids" in inputs and "next_sentence_labels" in inputs:
       mlm_loss, mlm_per_example = heads.masked_lm_loss(
-          outputs["masked_lm_log_probs"], inputs["masked_lm_ids"],
+          outputs["masked_lm_logits"], inputs["masked_lm_ids"],
           inputs["masked_lm_weights"])
       nsp_loss, nsp_per_example = heads.classification_loss(
-          outputs["next_sentence_log_probs"], inputs["next_sentence_labels"])
+          outputs["next_sentence_logits"], inputs["next_sentence_labels"])
       outputs.update(masked_lm_loss=mlm_loss,
                      masked_lm_per_example_loss=mlm_per_example,
                      next_sentence_loss=nsp_loss,
@@ -220,11 +225,10 @@ class BertClassifier(BertWithHeads):
   def call(self, inputs, training=False):
     outputs = super().call(inputs, training=training)
     if self.num_labels > 1:
-      log_probs = tf.nn.log_softmax(tf.cast(outputs["logits"], tf.float32), axis=-1)
-      outputs["probabilities"] = tf.exp(log_probs)
+      outputs["probabilities"] = tf.nn.softmax(outputs["logits"], axis=-1)
     if "label_ids" in inputs:
       if self.num_labels > 1:
-        loss, per_example = heads.classification_loss(log_probs, inputs["label_ids"])
+        loss, per_example = heads.classification_loss(outputs["logits"], inputs["label_ids"])
       else:
         loss, per_example = heads.regression_loss(outputs["logits"], inputs["label_ids"])
       outputs.update(loss=loss, per_example_loss=per_example)

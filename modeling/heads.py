@@ -22,7 +22,7 @@ def gather_positions(sequence, positions):
 
 class MaskedLMHead(keras.layers.Layer):
   """Transform (dense + activation + LayerNorm), then logits tied to the word
-  embeddings plus an output-only bias; returns log-probabilities."""
+  embeddings plus an output-only bias; returns float32 logits."""
 
   def __init__(self, config, **kwargs):
     super().__init__(**kwargs)
@@ -38,8 +38,7 @@ class MaskedLMHead(keras.layers.Layer):
     x = gather_positions(sequence_output, positions)
     x = self.layer_norm(self.transform(x))
     logits = tf.matmul(x, tf.cast(embedding_table, x.dtype), transpose_b=True)
-    logits = tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
-    return tf.nn.log_softmax(logits, axis=-1)
+    return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
 
   def original_names(self):
     return {
@@ -72,14 +71,14 @@ class _OutputWeights(keras.layers.Layer):
 
 
 class NextSentenceHead(_OutputWeights):
-  """2-way classifier on the pooled output; returns log-probabilities.
+  """2-way classifier on the pooled output; returns float32 logits.
   Label 0 means B follows A, 1 means B is a random sentence."""
 
   def __init__(self, config, **kwargs):
     super().__init__(config, 2, **kwargs)
 
   def call(self, pooled_output):
-    return tf.nn.log_softmax(self.logits(pooled_output), axis=-1)
+    return self.logits(pooled_output)
 
   def original_names(self):
     return self._names("cls/seq_relationship/")
@@ -113,25 +112,25 @@ class SpanHead(_OutputWeights):
     return self._names("cls/squad/")
 
 
-def masked_lm_loss(log_probs, label_ids, label_weights):
+def masked_lm_loss(logits, label_ids, label_weights):
   """Weighted mean of per-prediction cross-entropy, as the original.
 
   Padding predictions have weight 0; the 1e-5 keeps an all-padding batch
-  finite.
+  finite. Cross-entropy straight from the logits equals the original's
+  -sum(one_hot * log_softmax) without materialising [predictions, vocab]
+  one-hots.
   """
   label_ids = tf.reshape(tf.cast(label_ids, tf.int32), [-1])
   label_weights = tf.reshape(tf.cast(label_weights, tf.float32), [-1])
-  one_hot = tf.one_hot(label_ids, depth=tf.shape(log_probs)[-1], dtype=tf.float32)
-  per_example = -tf.reduce_sum(log_probs * one_hot, axis=-1)
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label_ids, logits=logits)
   loss = tf.reduce_sum(label_weights * per_example) / (tf.reduce_sum(label_weights) + 1e-5)
   return loss, per_example
 
 
-def classification_loss(log_probs, labels):
+def classification_loss(logits, labels):
   """Mean cross-entropy over the batch."""
   labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
-  one_hot = tf.one_hot(labels, depth=tf.shape(log_probs)[-1], dtype=tf.float32)
-  per_example = -tf.reduce_sum(one_hot * log_probs, axis=-1)
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
   return tf.reduce_mean(per_example), per_example
 
 

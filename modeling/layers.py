@@ -55,7 +55,12 @@ class Dense(keras.layers.Layer):
 
   def call(self, x):
     kernel = tf.cast(self.kernel, x.dtype)
-    y = tf.matmul(x, kernel) if x.shape.rank == 2 else tf.einsum("...i,io->...o", x, kernel)
+    if x.shape.rank == 2:
+      y = tf.matmul(x, kernel)
+    else:  # A 2-D matmul, as the original: its gradient is two matmuls too.
+      leading = tf.shape(x)[:-1]
+      y = tf.matmul(tf.reshape(x, [-1, kernel.shape[0]]), kernel)
+      y = tf.reshape(y, tf.concat([leading, [kernel.shape[1]]], 0))
     y = tf.nn.bias_add(y, tf.cast(self.bias, x.dtype))
     return self.activation(y) if self.activation is not None else y
 

@@ -1,0 +1,275 @@
+"""Pre-training step and inference time: ours vs the peers, side by side.
+
+  python bench/bench_model.py --original_dir=/path/to/google-research/bert \\
+      [--sizes=tiny,mini,small,base] [--steps=5]
+
+Pre-training step: masked LM + next sentence, batch 8, sequence 128, 20
+predictions, AdamW; inference: BERT-Base encoder, batch 1 and 32, sequence
+128. Every configuration runs in its own process (TensorFlow graph mode,
+eager mode and PyTorch do not share one well) and reports the median time of
+`--steps` steps after warm-up. Peers:
+  original   google-research/bert under tf.compat.v1 (needs tf_keras);
+  hf         Hugging Face transformers BertForPreTraining on PyTorch (CPU);
+  keras_hub  keras-hub BertMaskedLM (masked LM only: it has no NSP head);
+  ours       modeling.BertPretrainer, float32 / XLA / mixed_bfloat16.
+"""
+
+import argparse
+import ast
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # pylint: disable=g-import-not-at-top
+
+import numpy as np  # pylint: disable=g-import-not-at-top
+
+SIZES = {  # layers, hidden, heads (intermediate = 4 * hidden), as released.
+    "tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
+    "base": (12, 768, 12)}
+VOCAB = 30522
+SEQ = 128
+PREDICTIONS = 20
+
+
+def config_dict(size):
+  layers, hidden, heads = SIZES[size]
+  return dict(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
+              num_attention_heads=heads, intermediate_size=4 * hidden,
+              hidden_act="gelu", hidden_dropout_prob=0.1,
+              attention_probs_dropout_prob=0.1, max_position_embeddings=512,
+              type_vocab_size=2, initializer_range=0.02)
+
+
+def batch(size, seed=0):
+  rng = np.random.RandomState(seed)
+  ids = rng.randint(1000, VOCAB, size=(size, SEQ)).astype(np.int32)
+  positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ), PREDICTIONS, replace=False)
+                                for _ in range(size)]), axis=1).astype(np.int32)
+  return {"input_ids": ids, "input_mask": np.ones_like(ids),
+          "segment_ids": (np.arange(SEQ) >= SEQ // 2).astype(np.int32)[None].repeat(size, 0),
+          "masked_lm_positions": positions,
+          "masked_lm_ids": rng.randint(1000, VOCAB, size=(size, PREDICTIONS)).astype(np.int32),
+          "masked_lm_weights": np.ones((size, PREDICTIONS), np.float32),
+          "next_sentence_labels": rng.randint(0, 2, size=(size, 1)).astype(np.int32)}
+
+
+def timed(step, warmup, steps):
+  for _ in range(warmup):
+    step()
+  times = []
+  for _ in range(steps):
+    start = time.perf_counter()
+    step()
+    times.append(time.perf_counter() - start)
+  return statistics.median(times)
+
+
+# ---------------------------------------------------------------- workers
+
+
+def run_ours(args, data):
+  sys.path.insert(0, common.REPO_ROOT)
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  from modeling import optimization, training  # pylint: disable=g-import-not-at-top
+  if args.variant == "bf16":
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  jit = args.variant in ("xla", "bf16")
+  config = modeling.BertConfig.from_dict(config_dict(args.size))
+  features = {k: tf.constant(v) for k, v in data.items()}
+  if args.mode == "train":
+    model = modeling.BertPretrainer(config)
+    step = training.make_train_step(
+        model, optimization.create_optimizer(1e-4, 10000, 100), jit_compile=jit)
+    return timed(lambda: float(step(features)), 2, args.steps)
+  model = modeling.BertModel(config, validate_inputs=False)
+  inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  forward = tf.function(lambda x: model(x, training=False)["sequence_output"],
+                        jit_compile=jit)
+  return timed(lambda: forward(inputs).numpy(), 3, args.steps)
+
+
+def run_original(args, data):
+  os.environ["TF_USE_LEGACY_KERAS"] = "1"
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  tf.disable_v2_behavior()
+  code_dir = common.original_code_dir(args.original_dir)
+  sys.path.insert(0, code_dir)
+  import modeling  # pylint: disable=g-import-not-at-top
+  import optimization  # pylint: disable=g-import-not-at-top
+
+  def layer_norm(x, name=None):  # tf.contrib.layers.layer_norm, which TF2 lacks
+    with tf.variable_scope(name, default_name="LayerNorm"):
+      beta = tf.get_variable("beta", [x.shape[-1]], initializer=tf.zeros_initializer())
+      gamma = tf.get_variable("gamma", [x.shape[-1]], initializer=tf.ones_initializer())
+      mean, var = tf.nn.moments(x, [-1], keep_dims=True)
+      return tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-12)
+  modeling.layer_norm = layer_norm
+  heads = {"tf": tf, "modeling": modeling}
+  source = os.path.join(args.original_dir, "run_pretraining.py")
+  tree = ast.parse(open(source).read())
+  wanted = {"get_masked_lm_output", "get_next_sentence_output", "gather_indexes"}
+  body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
+  exec(compile(ast.Module(body, []), source, "exec"), heads)  # pylint: disable=exec-used
+
+  config = modeling.BertConfig.from_dict(config_dict(args.size))
+  t = {k: tf.constant(v) for k, v in data.items()}
+  model = modeling.BertModel(config=config, is_training=args.mode == "train",
+                             input_ids=t["input_ids"], input_mask=t["input_mask"],
+                             token_type_ids=t["segment_ids"], use_one_hot_embeddings=False)
+  if args.mode == "train":
+    mlm = heads["get_masked_lm_output"](config, model.get_sequence_output(),
+                                        model.get_embedding_table(), t["masked_lm_positions"],
+                                        t["masked_lm_ids"], t["masked_lm_weights"])
+    nsp = heads["get_next_sentence_output"](config, model.get_pooled_output(),
+                                            t["next_sentence_labels"])
+    target = optimization.create_optimizer(mlm[0] + nsp[0], 1e-4, 10000, 100, False)
+  else:
+    target = model.get_sequence_output()
+  sess = tf.Session()
+  sess.run(tf.global_variables_initializer())
+  result = timed(lambda: sess.run(target), 2, args.steps)
+  common.cleanup(code_dir)
+  return result
+
+
+def run_hf(args, data):
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  c = config_dict(args.size)
+  config = transformers.BertConfig(
+      vocab_size=VOCAB, hidden_size=c["hidden_size"], num_hidden_layers=c["num_hidden_layers"],
+      num_attention_heads=c["num_attention_heads"], intermediate_size=c["intermediate_size"],
+      hidden_act="gelu_new", max_position_embeddings=512, type_vocab_size=2)
+  t = {k: torch.from_numpy(v).long() for k, v in data.items() if v.dtype != np.float32}
+  if args.mode == "train":
+    model = transformers.BertForPreTraining(config).train()
+    labels = torch.full_like(t["input_ids"], -100)
+    labels.scatter_(1, t["masked_lm_positions"], t["masked_lm_ids"])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+
+    def step():
+      optimizer.zero_grad()
+      out = model(input_ids=t["input_ids"], attention_mask=t["input_mask"],
+                  token_type_ids=t["segment_ids"], labels=labels,
+                  next_sentence_label=t["next_sentence_labels"][:, 0])
+      out.loss.backward()
+      torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+      optimizer.step()
+    return timed(step, 2, args.steps)
+  model = transformers.BertModel(config).eval()
+
+  def forward():
+    with torch.no_grad():
+      model(input_ids=t["input_ids"], attention_mask=t["input_mask"],
+            token_type_ids=t["segment_ids"])
+  return timed(forward, 3, args.steps)
+
+
+def run_keras_hub(args, data):
+  import keras  # pylint: disable=g-import-not-at-top
+  import keras_hub  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  c = config_dict(args.size)
+  backbone = keras_hub.models.BertBackbone(
+      vocabulary_size=VOCAB, num_layers=c["num_hidden_layers"],
+      num_heads=c["num_attention_heads"], hidden_dim=c["hidden_size"],
+      intermediate_dim=c["intermediate_size"], max_sequence_length=512)
+  x = {"token_ids": data["input_ids"], "padding_mask": data["input_mask"],
+       "segment_ids": data["segment_ids"]}
+  jit = args.variant == "xla"
+  if args.mode == "train":
+    model = keras_hub.models.BertMaskedLM(backbone=backbone)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, global_clipnorm=1.0),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  weighted_metrics=[], jit_compile=jit)
+    x = dict(x, mask_positions=data["masked_lm_positions"])
+    y = data["masked_lm_ids"]
+    w = data["masked_lm_weights"]
+    return timed(lambda: model.train_on_batch(x, y, sample_weight=w), 2, args.steps)
+  forward = tf.function(lambda inputs: backbone(inputs)["sequence_output"], jit_compile=jit)
+  tensors = {k: tf.constant(v) for k, v in x.items()}
+  return timed(lambda: forward(tensors).numpy(), 3, args.steps)
+
+
+WORKERS = {"ours": run_ours, "original": run_original, "hf": run_hf,
+           "keras_hub": run_keras_hub}
+
+
+def worker(args):
+  data = batch(args.batch)
+  seconds = WORKERS[args.peer](args, data)
+  print("RESULT " + json.dumps({"seconds": seconds}))
+
+
+# ---------------------------------------------------------------- driver
+
+
+def measure(args, peer, variant, size, mode, batch_size):
+  cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--peer=" + peer,
+         "--variant=" + variant, "--size=" + size, "--mode=" + mode,
+         "--batch=%d" % batch_size, "--steps=%d" % args.steps]
+  if args.original_dir:
+    cmd.append("--original_dir=" + args.original_dir)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+  for line in result.stdout.splitlines():
+    if line.startswith("RESULT "):
+      return json.loads(line[7:])["seconds"]
+  sys.stderr.write("%s/%s/%s/%s failed:\n%s\n" % (peer, variant, size, mode,
+                                                  result.stderr[-2000:]))
+  return None
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
+  parser.add_argument("--sizes", default="tiny,mini,small,base")
+  parser.add_argument("--steps", type=int, default=5)
+  parser.add_argument("--peers", default="original,hf,keras_hub,keras_hub/xla,ours,ours/xla,ours/bf16")
+  parser.add_argument("--skip_inference", action="store_true")
+  parser.add_argument("--worker", action="store_true")
+  parser.add_argument("--peer")
+  parser.add_argument("--variant", default="f32")
+  parser.add_argument("--size", default="base")
+  parser.add_argument("--mode", default="train")
+  parser.add_argument("--batch", type=int, default=8)
+  args = parser.parse_args()
+  if args.worker:
+    return worker(args)
+
+  peers = [p.split("/") + ["f32"] if "/" not in p else p.split("/")
+           for p in args.peers.split(",")]
+  peers = [(p[0], p[1]) for p in peers]
+  if not args.original_dir:
+    peers = [p for p in peers if p[0] != "original"]
+  jobs = [("train", size, 8) for size in args.sizes.split(",")]
+  if not args.skip_inference:
+    jobs += [("infer", "base", 1), ("infer", "base", 32)]
+  for mode, size, batch_size in jobs:
+    results = {}
+    for peer, variant in peers:
+      results["%s/%s" % (peer, variant)] = measure(args, peer, variant, size, mode, batch_size)
+    base = results.get("original/f32")
+    f32_peers = [v for k, v in results.items() if v and not k.startswith("ours") and k.endswith("f32")]
+    best_peer = min(f32_peers) if f32_peers else None
+    print("\n%s %s batch %d (seconds per step; speed-up = original / this)" %
+          (mode, size, batch_size))
+    for name, seconds in results.items():
+      if seconds is None:
+        print("  %-16s failed" % name)
+        continue
+      ratio = " %5.2fx original" % (base / seconds) if base else ""
+      vs_best = " %5.2fx best f32 peer" % (best_peer / seconds) if best_peer else ""
+      print("  %-16s %8.4f s%s%s" % (name, seconds, ratio, vs_best))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+  main()

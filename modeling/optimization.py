@@ -119,12 +119,24 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
                      exclude_from_weight_decay, variable_names, name, **kwargs)
 
   def update_step(self, gradient, variable, learning_rate):
-    gradient = tf.cast(gradient, variable.dtype)
-    m, v = self._moments(gradient, variable)
-    update = m / (tf.sqrt(v) + self.epsilon)
-    if self._do_use_weight_decay(variable):
-      update += self.weight_decay_rate * variable
-    self.assign_sub(variable, tf.cast(learning_rate, variable.dtype) * update)
+    # Two fused kernels instead of a dozen element-wise passes: decay with the
+    # old value first (var -= lr * rate * var), then TensorFlow's Adam kernel,
+    # which with beta powers of 0 applies no bias correction:
+    # m, v updated; var -= lr * m / (sqrt(v) + epsilon). Together that is the
+    # original's var -= lr * (m / (sqrt(v) + epsilon) + rate * var).
+    index = self._get_variable_index(variable)
+    lr = tf.cast(learning_rate, variable.dtype)
+    if self._decays[index]:
+      tf.raw_ops.ResourceApplyGradientDescent(
+          var=variable.handle, alpha=lr * self.weight_decay_rate, delta=variable)
+    zero = tf.zeros([], variable.dtype)
+    tf.raw_ops.ResourceApplyAdam(
+        var=variable.handle, m=self._m[index].handle, v=self._v[index].handle,
+        beta1_power=zero, beta2_power=zero, lr=lr,
+        beta1=tf.cast(self.beta_1, variable.dtype),
+        beta2=tf.cast(self.beta_2, variable.dtype),
+        epsilon=tf.cast(self.epsilon, variable.dtype),
+        grad=tf.cast(gradient, variable.dtype))
 
 
 class Lamb(_DecoupledDecayOptimizer):

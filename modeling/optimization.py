@@ -67,13 +67,31 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
     self.exclude_from_weight_decay = list(exclude_from_weight_decay or [])
     self._variable_names = dict(variable_names or {})
 
+  _grads_reduced = False
+
   def apply(self, grads, trainable_variables=None):
     # The original clipped dense gradients. An IndexedSlices gradient (from an
     # embedding lookup) with repeated rows would count each repeat separately
     # in the global norm, so sum the repeats first.
     grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
              for g in grads]
-    return super().apply(grads, trainable_variables)
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+      return super().apply(grads, trainable_variables)
+    # Across replicas, Keras would clip each replica's partial gradient and
+    # sum afterwards; clip the summed (global) gradient instead, as one
+    # device with the whole batch would.
+    grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    self._grads_reduced = True
+    try:
+      return super().apply(grads, trainable_variables)
+    finally:
+      self._grads_reduced = False
+
+  def _all_reduce_sum_gradients(self, grads_and_vars):
+    if self._grads_reduced:
+      return list(grads_and_vars)
+    return super()._all_reduce_sum_gradients(grads_and_vars)
 
   def build(self, var_list):
     if self.built:

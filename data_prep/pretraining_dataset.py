@@ -1,0 +1,70 @@
+"""tf.data input pipelines over the pre-training TFRecords, as the original read them.
+
+Training: the file list is repeated and shuffled, files are interleaved
+(`min(num_cpu_threads, files)` at a time), records shuffled in a buffer of
+100, and batched with fixed shapes (remainders dropped). Unlike the original,
+every random choice is seeded and the interleave is deterministic, so a run
+is reproducible and a resumed run can skip exactly the batches it has
+consumed. Evaluation: the files in order, repeated, so that any number of
+full batches can be read (a small file wraps around), as the original did;
+`repeat=False` reads one pass instead.
+"""
+
+import tensorflow as tf
+
+from data_prep import pretraining_records
+
+
+def decode_record(record, name_to_features):
+  """Parses one Example; int64 features become int32 (TPUs want int32)."""
+  example = tf.io.parse_single_example(record, name_to_features)
+  return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
+          for name, t in example.items()}
+
+
+def check_record_shapes(input_files, max_seq_length, max_predictions_per_seq):
+  """Fails before training if the first record does not fit the flags."""
+  for path in input_files:
+    for raw in tf.data.TFRecordDataset(path).take(1):
+      example = tf.train.Example.FromString(raw.numpy())
+      feature = example.features.feature
+      for name, size in (("input_ids", max_seq_length),
+                         ("masked_lm_positions", max_predictions_per_seq)):
+        if name not in feature:
+          raise ValueError("%s: records have no feature %r; are these pre-training "
+                           "records from create_pretraining_data?" % (path, name))
+        found = len(feature[name].int64_list.value)
+        if found != size:
+          flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
+          raise ValueError(
+              "%s: records have %s of length %d but --%s=%d; pass --%s=%d or "
+              "regenerate the data." % (path, name, found, flag, size, flag, found))
+
+
+def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
+                        batch_size, is_training, num_cpu_threads=4, seed=0,
+                        repeat=True, input_context=None):
+  """Batches of feature dicts from `input_files` (see the module docstring).
+
+  `input_context` (from tf.distribute) shards files across input pipelines,
+  as for multi-worker training; `batch_size` is then per pipeline.
+  """
+  spec = pretraining_records.name_to_features(max_seq_length, max_predictions_per_seq)
+  if is_training:
+    files = tf.data.Dataset.from_tensor_slices(tf.constant(list(input_files)))
+    if input_context and input_context.num_input_pipelines > 1:
+      files = files.shard(input_context.num_input_pipelines,
+                          input_context.input_pipeline_id)
+    files = files.repeat().shuffle(len(input_files), seed=seed)
+    d = files.interleave(tf.data.TFRecordDataset,
+                         cycle_length=min(num_cpu_threads, len(input_files)),
+                         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    d = d.shuffle(100, seed=seed + 1)
+  else:
+    d = tf.data.TFRecordDataset(list(input_files))
+    if repeat:
+      d = d.repeat()
+  d = d.map(lambda r: decode_record(r, spec), num_parallel_calls=num_cpu_threads,
+            deterministic=True)
+  d = d.batch(batch_size, drop_remainder=is_training or repeat)
+  return d.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,111 @@
+"""Pre-training loss for the distributed loop, and the original's evaluation metrics."""
+
+import numpy as np
+import tensorflow as tf
+
+
+class PretrainingLoss(object):
+  """Masked-LM + next-sentence loss of the global batch, split by replica.
+
+  The original's masked-LM loss is sum(weight * loss) / (sum(weight) + 1e-5)
+  over the batch, so a replica's share divides its own numerator by the
+  global weight sum (`totals`); next-sentence loss is a mean over examples.
+  Summed over replicas and micro-batches these give exactly the one-device
+  loss of the whole batch.
+  """
+
+  def totals(self, features):
+    return {
+        "mask_weight": tf.reduce_sum(tf.cast(features["masked_lm_weights"], tf.float32)),
+        "examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32),
+    }
+
+  def __call__(self, model, features, totals):
+    out = model(features, training=True)
+    weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
+    mlm = tf.reduce_sum(weights * out["masked_lm_per_example_loss"]) / (
+        totals["mask_weight"] + 1e-5)
+    nsp = tf.reduce_sum(out["next_sentence_per_example_loss"]) / totals["examples"]
+    return mlm + nsp
+
+
+class PretrainingMetrics(object):
+  """Accumulates the original's eval metrics over batches.
+
+  masked_lm_accuracy / masked_lm_loss: weighted by masked_lm_weights over all
+  predictions; next_sentence_accuracy / next_sentence_loss: over examples;
+  loss: the mean over batches of the batch loss (what Estimator reported).
+  """
+
+  def __init__(self):
+    self.sums = {k: 0.0 for k in ("mlm_correct", "mlm_loss", "mlm_weight",
+                                  "nsp_correct", "nsp_loss", "examples",
+                                  "batch_loss", "batches")}
+
+  @staticmethod
+  def batch_sums(outputs, features):
+    """Per-batch sums (tensors), suitable for a cross-replica SUM."""
+    weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
+    labels = tf.reshape(tf.cast(features["masked_lm_ids"], tf.int64), [-1])
+    predicted = tf.argmax(outputs["masked_lm_logits"], axis=-1)
+    nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int64), [-1])
+    nsp_predicted = tf.argmax(outputs["next_sentence_logits"], axis=-1)
+    return {
+        "mlm_correct": tf.reduce_sum(weights * tf.cast(tf.equal(predicted, labels), tf.float32)),
+        "mlm_loss": tf.reduce_sum(weights * outputs["masked_lm_per_example_loss"]),
+        "mlm_weight": tf.reduce_sum(weights),
+        "nsp_correct": tf.reduce_sum(tf.cast(tf.equal(nsp_predicted, nsp_labels), tf.float32)),
+        "nsp_loss": tf.reduce_sum(outputs["next_sentence_per_example_loss"]),
+        "examples": tf.cast(tf.size(nsp_labels), tf.float32),
+    }
+
+  def add(self, sums, batch_loss):
+    for k, v in sums.items():
+      self.sums[k] += float(v)
+    self.sums["batch_loss"] += float(batch_loss)
+    self.sums["batches"] += 1
+
+  def result(self):
+    s = self.sums
+    return {
+        "masked_lm_accuracy": np.float32(s["mlm_correct"] / max(s["mlm_weight"], 1e-12)),
+        "masked_lm_loss": np.float32(s["mlm_loss"] / max(s["mlm_weight"], 1e-12)),
+        "next_sentence_accuracy": np.float32(s["nsp_correct"] / max(s["examples"], 1)),
+        "next_sentence_loss": np.float32(s["nsp_loss"] / max(s["examples"], 1)),
+        "loss": np.float32(s["batch_loss"] / max(s["batches"], 1)),
+    }
+
+
+def evaluate(strategy, model, dataset, max_steps=None):
+  """Runs the eval dataset (per-replica batches) and returns the metrics."""
+  metrics = PretrainingMetrics()
+  distributed = strategy.experimental_distribute_dataset(dataset) \
+      if not isinstance(dataset, tf.distribute.DistributedDataset) else dataset
+
+  @tf.function
+  def eval_step(features):
+    def replica(features):
+      outputs = model(features, training=False)
+      sums = PretrainingMetrics.batch_sums(outputs, features)
+      return sums, outputs["loss"]
+    sums, loss = strategy.run(replica, args=(features,))
+    reduce = lambda v: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+    # The batch loss is the mean of the replicas' batch losses.
+    return ({k: reduce(v) for k, v in sums.items()},
+            reduce(loss) / strategy.num_replicas_in_sync)
+
+  for step, features in enumerate(distributed):
+    if max_steps is not None and step >= max_steps:
+      break
+    sums, loss = eval_step(features)
+    metrics.add(sums, loss)
+  return metrics.result()
+
+
+def write_eval_results(path, results):
+  """Writes `key = value` lines in sorted key order, as the original did."""
+  tmp = path + ".tmp"
+  with tf.io.gfile.GFile(tmp, "w") as writer:
+    for key in sorted(results):
+      writer.write("%s = %s\n" % (key, str(results[key])))
+  tf.io.gfile.rename(tmp, path, overwrite=True)

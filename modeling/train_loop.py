@@ -1,0 +1,207 @@
+"""The distributed training and evaluation loops shared by the run_*.py scripts.
+
+A custom loop rather than `model.fit`: it runs the same way on one device,
+several GPUs (MirroredStrategy), several machines (MultiWorkerMirroredStrategy,
+where `fit` failed for us on PerReplica values) and TPUs, and gives the
+original's semantics exactly:
+  * the loss of a step is the loss of the whole global batch, however it is
+    split across replicas or micro-batches (each replica contributes its part
+    of the global sums), so the update equals one device's on that batch;
+  * `iterations_per_loop` steps run inside one compiled function;
+  * checkpoints every `save_checkpoints_steps` and at the end (model,
+    optimizer, step), resumed automatically from `output_dir`, with the input
+    position restored by skipping the batches already consumed;
+  * a NaN or infinite loss stops training before the bad weights are saved.
+"""
+
+import logging
+import os
+import shutil
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from modeling import checkpoints
+
+
+class NonFiniteLossError(FloatingPointError):
+  """The training loss became NaN or infinite."""
+
+
+def create_strategy(name=None, num_gpus=0, use_tpu=False, tpu_name=None,
+                    tpu_zone=None, gcp_project=None, master=None):
+  """The tf.distribute strategy the flags ask for.
+
+  With no name: `tpu` if use_tpu, `mirrored` with more than one GPU, else
+  `one_device`. `mirrored` on a machine without GPUs mirrors over the logical
+  CPU devices (useful for tests).
+  """
+  gpus = tf.config.list_logical_devices("GPU")
+  if num_gpus:
+    gpus = gpus[:num_gpus]
+  if not name:
+    name = "tpu" if use_tpu else ("mirrored" if len(gpus) > 1 else "one_device")
+  if name == "one_device":
+    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+  if name == "mirrored":
+    devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices)
+  if name == "multi_worker_mirrored":
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if name == "tpu":
+    try:
+      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+          tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
+      tf.config.experimental_connect_to_cluster(resolver)
+      tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as e:
+      raise RuntimeError(
+          "No TPU could be reached (--tpu_name=%r, --tpu_zone=%r, --gcp_project=%r): "
+          "%s" % (tpu_name, tpu_zone, gcp_project, e)) from None
+    return tf.distribute.TPUStrategy(resolver)
+  raise ValueError("Unknown --distribution_strategy %r." % name)
+
+
+def _is_chief(strategy):
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return True
+  return resolver.task_type in (None, "chief") or (
+      resolver.task_type == "worker" and resolver.task_id == 0 and
+      "chief" not in resolver.cluster_spec().as_dict())
+
+
+def _checkpoint_dir(strategy, output_dir):
+  """Non-chief workers must save too, but to a scratch directory."""
+  if _is_chief(strategy):
+    return output_dir
+  return os.path.join(output_dir, "worker_tmp_%d" % strategy.cluster_resolver.task_id)
+
+
+def split_micro_batches(features, count):
+  """Splits every feature along the batch axis into `count` equal parts."""
+  if count == 1:
+    return [features]
+  parts = {k: tf.split(v, count, axis=0) for k, v in features.items()}
+  return [{k: parts[k][i] for k in features} for i in range(count)]
+
+
+class TrainResult(object):
+
+  def __init__(self, step, loss, examples_per_second):
+    self.step = step
+    self.loss = loss
+    self.examples_per_second = examples_per_second
+
+
+def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
+          num_train_steps, global_batch_size, save_checkpoints_steps=1000,
+          iterations_per_loop=1000, init_checkpoint=None,
+          gradient_accumulation_steps=1, use_xla=False, max_checkpoints=5,
+          stop_after_steps=None):
+  """Trains `model` (built under `strategy.scope()`) to `num_train_steps`.
+
+  dataset_fn(per_replica_batch_size, input_context) -> tf.data.Dataset of
+  per-replica batches. loss_fn(model, features, totals) -> this replica's
+  share of the global batch loss, where `totals` are the global sums
+  `loss_fn.totals(features)` computes (see `pretraining_loss`).
+  `stop_after_steps` ends the run early (for tests of resuming).
+  """
+  num_replicas = strategy.num_replicas_in_sync
+  if global_batch_size % (num_replicas * gradient_accumulation_steps):
+    raise ValueError(
+        "The batch size %d must be divisible by replicas (%d) x "
+        "gradient_accumulation_steps (%d)." %
+        (global_batch_size, num_replicas, gradient_accumulation_steps))
+  per_replica = global_batch_size // num_replicas
+  ckpt_dir = _checkpoint_dir(strategy, output_dir)
+  with strategy.scope():
+    step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
+  manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=max_checkpoints,
+                                       checkpoint_name="ckpt")
+  if manager.latest_checkpoint:
+    checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    logging.info("Resuming from %s at step %d.", manager.latest_checkpoint, int(step_var))
+  elif init_checkpoint:
+    checkpoints.load_checkpoint(model, init_checkpoint)
+  start_step = int(step_var)
+  if start_step >= num_train_steps:
+    logging.info("Already at step %d of %d.", start_step, num_train_steps)
+    return TrainResult(start_step, None, 0.0)
+
+  def make_dataset(input_context):
+    local_replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
+    dataset = dataset_fn(per_replica, input_context)
+    return dataset.skip(start_step * local_replicas)
+
+  iterator = iter(strategy.distribute_datasets_from_function(make_dataset))
+  variables = model.trainable_variables
+
+  def replica_step(features):
+    totals = loss_fn.totals(features)
+    context = tf.distribute.get_replica_context()
+    totals = {k: context.all_reduce(tf.distribute.ReduceOp.SUM, v) for k, v in totals.items()}
+    grads = None
+    loss = 0.0
+    for micro in split_micro_batches(features, gradient_accumulation_steps):
+      with tf.GradientTape() as tape:
+        micro_loss = loss_fn(model, micro, totals)
+        scaled = optimizer.scale_loss(micro_loss)  # Loss scaling under float16.
+      micro_grads = [tf.convert_to_tensor(g) for g in tape.gradient(scaled, variables)]
+      grads = micro_grads if grads is None else [a + b for a, b in zip(grads, micro_grads)]
+      loss += micro_loss
+    optimizer.apply_gradients(zip(grads, variables))
+    return loss
+
+  step_fn = tf.function(replica_step, jit_compile=True) if use_xla else replica_step
+
+  @tf.function
+  def run_steps(steps):
+    loss = tf.constant(0.0)
+    for _ in tf.range(steps):
+      per_replica_loss = strategy.run(step_fn, args=(next(iterator),))
+      loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
+      step_var.assign_add(1)
+    return loss
+
+  writer = tf.summary.create_file_writer(os.path.join(output_dir, "train")) \
+      if _is_chief(strategy) else tf.summary.create_noop_writer()
+  end_step = num_train_steps if stop_after_steps is None else min(
+      num_train_steps, start_step + stop_after_steps)
+  step = start_step
+  loss = None
+  rate = 0.0
+  while step < end_step:
+    next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
+    chunk = min(iterations_per_loop, next_save - step, end_step - step)
+    started = time.time()
+    loss = float(run_steps(tf.constant(chunk, tf.int64)))
+    elapsed = time.time() - started
+    step = int(step_var)
+    if not np.isfinite(loss):
+      raise NonFiniteLossError(
+          "Loss is %s at step %d; stopping. The last good checkpoint is %s." %
+          (loss, step, manager.latest_checkpoint or "(none)"))
+    rate = chunk * global_batch_size / max(elapsed, 1e-9)
+    learning_rate = float(optimizer.learning_rate)
+    logging.info("step %d/%d: loss = %.6f, %.1f examples/s, learning rate %.3g",
+                 step, num_train_steps, loss, rate, learning_rate)
+    with writer.as_default(step=step):
+      tf.summary.scalar("loss", loss)
+      tf.summary.scalar("learning_rate", learning_rate)
+      tf.summary.scalar("examples_per_second", rate)
+    if step % save_checkpoints_steps == 0 or step == num_train_steps:
+      manager.save(checkpoint_number=step)
+  writer.flush()
+  if ckpt_dir != output_dir:
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+  return TrainResult(step, loss, rate)
+
+
+def latest_checkpoint_step(output_dir):
+  latest = tf.train.latest_checkpoint(output_dir)
+  if not latest:
+    return 0
+  return int(tf.train.load_checkpoint(latest).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))

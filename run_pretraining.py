@@ -78,6 +78,9 @@ flags.DEFINE_integer("gradient_accumulation_steps", 1,
                      "less memory).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw is the original's.")
 flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input shuffling.")
+flags.DEFINE_integer("num_cpu_devices", 1,
+                     "Split the CPU into this many logical devices (to run "
+                     "--distribution_strategy=mirrored on a CPU-only machine).")
 flags.DEFINE_bool("eval_one_pass", False,
                   "Evaluate every record once instead of --max_eval_steps batches "
                   "of a repeated input.")
@@ -87,6 +90,14 @@ def main(_):
   logging.set_verbosity(logging.INFO)
   if not FLAGS.do_train and not FLAGS.do_eval:
     raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+  # Devices and the strategy first: multi-worker collectives must be set up
+  # before TensorFlow runs anything.
+  train_loop.split_cpu(FLAGS.num_cpu_devices)
+  strategy = train_loop.create_strategy(
+      FLAGS.distribution_strategy, FLAGS.num_gpus, FLAGS.use_tpu, FLAGS.tpu_name,
+      FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.master)
+  logging.info("Strategy %s with %d replicas.", type(strategy).__name__,
+               strategy.num_replicas_in_sync)
   config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
   if FLAGS.max_seq_length > config.max_position_embeddings:
     raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d of %s." % (
@@ -99,11 +110,6 @@ def main(_):
   if FLAGS.mixed_precision:
     keras.mixed_precision.set_global_policy(FLAGS.mixed_precision)
 
-  strategy = train_loop.create_strategy(
-      FLAGS.distribution_strategy, FLAGS.num_gpus, FLAGS.use_tpu, FLAGS.tpu_name,
-      FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.master)
-  logging.info("Strategy %s with %d replicas.", type(strategy).__name__,
-               strategy.num_replicas_in_sync)
   with strategy.scope():
     model = modeling.BertPretrainer(config)
     optimizer = optimization.create_optimizer(

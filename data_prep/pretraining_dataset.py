@@ -51,14 +51,19 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
   """
   spec = pretraining_records.name_to_features(max_seq_length, max_predictions_per_seq)
   if is_training:
+    pipelines = input_context.num_input_pipelines if input_context else 1
+    # Each input pipeline (worker) reads its own share: whole files when there
+    # are enough of them, otherwise every pipelines-th record.
+    shard_files = pipelines > 1 and len(input_files) >= pipelines
     files = tf.data.Dataset.from_tensor_slices(tf.constant(list(input_files)))
-    if input_context and input_context.num_input_pipelines > 1:
-      files = files.shard(input_context.num_input_pipelines,
-                          input_context.input_pipeline_id)
+    if shard_files:
+      files = files.shard(pipelines, input_context.input_pipeline_id)
     files = files.repeat().shuffle(len(input_files), seed=seed)
     d = files.interleave(tf.data.TFRecordDataset,
                          cycle_length=min(num_cpu_threads, len(input_files)),
                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if pipelines > 1 and not shard_files:
+      d = d.shard(pipelines, input_context.input_pipeline_id)
     d = d.shuffle(100, seed=seed + 1)
   else:
     d = tf.data.TFRecordDataset(list(input_files))

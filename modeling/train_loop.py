@@ -29,6 +29,15 @@ class NonFiniteLossError(FloatingPointError):
   """The training loss became NaN or infinite."""
 
 
+def split_cpu(count):
+  """Makes `count` logical CPU devices, so that multi-replica strategies can be
+  exercised on a machine without accelerators. Call before TensorFlow runs."""
+  if count > 1:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+
+
 def create_strategy(name=None, num_gpus=0, use_tpu=False, tpu_name=None,
                     tpu_zone=None, gcp_project=None, master=None):
   """The tf.distribute strategy the flags ask for.
@@ -37,25 +46,27 @@ def create_strategy(name=None, num_gpus=0, use_tpu=False, tpu_name=None,
   `one_device`. `mirrored` on a machine without GPUs mirrors over the logical
   CPU devices (useful for tests).
   """
+  if name == "multi_worker_mirrored":  # Before anything initialises the runtime.
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if not name:
+    physical = tf.config.list_physical_devices("GPU")
+    name = "tpu" if use_tpu else (
+        "mirrored" if len(physical[:num_gpus or None]) > 1 else "one_device")
   gpus = tf.config.list_logical_devices("GPU")
   if num_gpus:
     gpus = gpus[:num_gpus]
-  if not name:
-    name = "tpu" if use_tpu else ("mirrored" if len(gpus) > 1 else "one_device")
   if name == "one_device":
     return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
   if name == "mirrored":
     devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
     return tf.distribute.MirroredStrategy(devices)
-  if name == "multi_worker_mirrored":
-    return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
     try:
       resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
           tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
       tf.config.experimental_connect_to_cluster(resolver)
       tf.tpu.experimental.initialize_tpu_system(resolver)
-    except (ValueError, RuntimeError, tf.errors.OpError) as e:
+    except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
       raise RuntimeError(
           "No TPU could be reached (--tpu_name=%r, --tpu_zone=%r, --gcp_project=%r): "
           "%s" % (tpu_name, tpu_zone, gcp_project, e)) from None
@@ -77,6 +88,20 @@ def _checkpoint_dir(strategy, output_dir):
   if _is_chief(strategy):
     return output_dir
   return os.path.join(output_dir, "worker_tmp_%d" % strategy.cluster_resolver.task_id)
+
+
+def dropout_rng_states(model):
+  """The random-number state of every dropout layer.
+
+  Keras keeps it in SeedGenerator objects that TensorFlow checkpoints do not
+  see; saving it is what makes a resumed run draw the same dropout masks as
+  an uninterrupted one.
+  """
+  states = []
+  for layer in model._flatten_layers(include_self=True, recursive=True):  # pylint: disable=protected-access
+    for generator in getattr(layer, "_seed_generators", []):
+      states.append(generator.state)
+  return states
 
 
 def split_micro_batches(features, count):
@@ -117,16 +142,20 @@ def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
   per_replica = global_batch_size // num_replicas
   ckpt_dir = _checkpoint_dir(strategy, output_dir)
   with strategy.scope():
+    # Slots are created now, not lazily inside the compiled loop (which
+    # fails under MirroredStrategy) and before a restore fills them.
+    optimizer.build(model.trainable_variables)
     step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var,
+                                     dropout_rng=dropout_rng_states(model))
   manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=max_checkpoints,
                                        checkpoint_name="ckpt")
   if manager.latest_checkpoint:
     checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-    logging.info("Resuming from %s at step %d.", manager.latest_checkpoint, int(step_var))
+    logging.info("Resuming from %s at step %d.", manager.latest_checkpoint, int(step_var.numpy()))
   elif init_checkpoint:
     checkpoints.load_checkpoint(model, init_checkpoint)
-  start_step = int(step_var)
+  start_step = int(step_var.numpy())
   if start_step >= num_train_steps:
     logging.info("Already at step %d of %d.", start_step, num_train_steps)
     return TrainResult(start_step, None, 0.0)
@@ -179,7 +208,7 @@ def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
     started = time.time()
     loss = float(run_steps(tf.constant(chunk, tf.int64)))
     elapsed = time.time() - started
-    step = int(step_var)
+    step = int(step_var.numpy())
     if not np.isfinite(loss):
       raise NonFiniteLossError(
           "Loss is %s at step %d; stopping. The last good checkpoint is %s." %

@@ -10,6 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1
 DEMO_DIR ?= demo_output
 DEMO_CORPUS ?= $(DEMO_DIR)/corpus.txt
 DEMO_VOCAB_SIZE ?= 8000
+DEMO_STEPS ?= 300
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
@@ -38,6 +39,20 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	  --output_file=$(DEMO_DIR)/pretraining_data.tfrecord \
 	  --vocab_file=$(DEMO_DIR)/vocab.txt --do_lower_case=True \
 	  --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5
+	$(PY) -c "import json; n = sum(1 for _ in open('$(DEMO_DIR)/vocab.txt', encoding='utf-8')); \
+	  json.dump(dict(vocab_size=n, hidden_size=128, num_hidden_layers=2, num_attention_heads=2, \
+	  intermediate_size=512, hidden_act='gelu', hidden_dropout_prob=0.1, \
+	  attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2, \
+	  initializer_range=0.02), open('$(DEMO_DIR)/bert_config.json', 'w'), indent=2)"
+	rm -rf $(DEMO_DIR)/pretraining_output
+	$(PY) run_pretraining.py --input_file=$(DEMO_DIR)/pretraining_data.tfrecord \
+	  --output_dir=$(DEMO_DIR)/pretraining_output --do_train --do_eval \
+	  --bert_config_file=$(DEMO_DIR)/bert_config.json --train_batch_size=32 \
+	  --max_seq_length=128 --max_predictions_per_seq=20 --num_train_steps=$(DEMO_STEPS) \
+	  --num_warmup_steps=30 --learning_rate=1e-3 --save_checkpoints_steps=100 \
+	  --iterations_per_loop=50 --max_eval_steps=20 --eval_batch_size=32
+	@echo "Eval results ($(DEMO_DIR)/pretraining_output/eval_results.txt):"
+	@cat $(DEMO_DIR)/pretraining_output/eval_results.txt
 	@echo "Demo outputs are in $(DEMO_DIR)/"
 
 bench: $(STAMP)

@@ -12,7 +12,8 @@ eager mode and PyTorch do not share one well) and reports the median time of
   hf         Hugging Face transformers BertForPreTraining on PyTorch (CPU);
   keras_hub  keras-hub BertMaskedLM (masked LM only: it has no NSP head);
   ours       modeling.BertPretrainer: f32, xla (f32 + XLA), bf16
-             (mixed_bfloat16), bf16xla (mixed_bfloat16 + XLA).
+             (mixed_bfloat16), bf16xla (mixed_bfloat16 + XLA); loop and
+             loopxla time run_pretraining's training loop itself.
 """
 
 import argparse
@@ -84,6 +85,8 @@ def run_ours(args, data):
   jit = args.variant in ("xla", "bf16xla")
   config = modeling.BertConfig.from_dict(config_dict(args.size))
   features = {k: tf.constant(v) for k, v in data.items()}
+  if args.mode == "train" and args.variant.startswith("loop"):
+    return _time_run_pretraining_loop(args, config, data, jit=args.variant == "loopxla")
   if args.mode == "train":
     model = modeling.BertPretrainer(config)
     step = training.make_train_step(
@@ -94,6 +97,25 @@ def run_ours(args, data):
   forward = tf.function(lambda x: model(x, training=False)["sequence_output"],
                         jit_compile=jit)
   return timed(lambda: forward(inputs).numpy(), 3, args.steps)
+
+
+def _time_run_pretraining_loop(args, config, data, jit):
+  """Seconds per step of run_pretraining's loop (modeling/train_loop.py)."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  from modeling import optimization, pretraining, train_loop  # pylint: disable=g-import-not-at-top
+  strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+  with strategy.scope():
+    model = modeling.BertPretrainer(config)
+    optimizer = optimization.create_optimizer(1e-4, 10000, 100)
+  dataset_fn = lambda batch, ctx: tf.data.Dataset.from_tensors(data).repeat()
+  # Two loops of `steps` steps: the first compiles, the second is timed.
+  result = train_loop.train(
+      strategy, model, optimizer, dataset_fn, pretraining.PretrainingLoss(),
+      tempfile.mkdtemp(), num_train_steps=2 * args.steps, global_batch_size=args.batch,
+      save_checkpoints_steps=10 ** 9, iterations_per_loop=args.steps, use_xla=jit)
+  return args.batch / result.examples_per_second
 
 
 def run_original(args, data):

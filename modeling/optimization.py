@@ -57,9 +57,12 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
   keep the original's "LayerNorm" and "bias" words, so both agree).
   """
 
-  def __init__(self, learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
-               exclude_from_weight_decay, variable_names, name, **kwargs):
-    super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+  def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9,
+               beta_2=0.999, epsilon=1e-6,
+               exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
+               variable_names=None, name=None, **kwargs):
+    super().__init__(learning_rate=learning_rate, name=name or type(self).__name__,
+                     **kwargs)
     self.weight_decay_rate = weight_decay_rate
     self.beta_1 = beta_1
     self.beta_2 = beta_2
@@ -129,13 +132,6 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
 class AdamWeightDecay(_DecoupledDecayOptimizer):
   """The original's AdamWeightDecayOptimizer (no bias correction)."""
 
-  def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9,
-               beta_2=0.999, epsilon=1e-6,
-               exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
-               variable_names=None, name="AdamWeightDecay", **kwargs):
-    super().__init__(learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
-                     exclude_from_weight_decay, variable_names, name, **kwargs)
-
   def update_step(self, gradient, variable, learning_rate):
     # Two fused kernels instead of a dozen element-wise passes: decay with the
     # old value first (var -= lr * rate * var), then TensorFlow's Adam kernel,
@@ -160,13 +156,6 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
 class Lamb(_DecoupledDecayOptimizer):
   """LAMB (You et al., 2019) for large batches: Adam with bias correction and a
   per-variable trust ratio ||w|| / ||update||; same decay exclusions."""
-
-  def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9,
-               beta_2=0.999, epsilon=1e-6,
-               exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
-               variable_names=None, name="Lamb", **kwargs):
-    super().__init__(learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
-                     exclude_from_weight_decay, variable_names, name, **kwargs)
 
   def update_step(self, gradient, variable, learning_rate):
     gradient = tf.cast(gradient, variable.dtype)

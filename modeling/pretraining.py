@@ -3,6 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+from modeling import heads
+
 
 class PretrainingLoss(object):
   """Masked-LM + next-sentence loss of the global batch, split by replica.
@@ -21,11 +23,19 @@ class PretrainingLoss(object):
     }
 
   def __call__(self, model, features, totals):
-    out = model(features, training=True)
+    # The parts of BertPretrainer, called directly: only what the loss needs
+    # is computed (no [predictions, vocab] log-probabilities inside the loop).
+    out = model.bert(features, training=True)
+    mlm_logits = model.masked_lm(out["sequence_output"], features["masked_lm_positions"],
+                                 model.bert.embedding_table)
+    nsp_logits = model.next_sentence(out["pooled_output"])
+    _, mlm_per_example = heads.masked_lm_loss(
+        mlm_logits, features["masked_lm_ids"], features["masked_lm_weights"])
+    _, nsp_per_example = heads.classification_loss(
+        nsp_logits, features["next_sentence_labels"])
     weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
-    mlm = tf.reduce_sum(weights * out["masked_lm_per_example_loss"]) / (
-        totals["mask_weight"] + 1e-5)
-    nsp = tf.reduce_sum(out["next_sentence_per_example_loss"]) / totals["examples"]
+    mlm = tf.reduce_sum(weights * mlm_per_example) / (totals["mask_weight"] + 1e-5)
+    nsp = tf.reduce_sum(nsp_per_example) / totals["examples"]
     return mlm + nsp
 
 

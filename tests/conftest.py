@@ -1,8 +1,10 @@
 """Shared test fixtures: paths to the project's data and to ../shared/data."""
 
+import json
 import os
 import sys
 
+import numpy as np
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,3 +25,31 @@ def shared_path(relative):
 
 def data_file(relative):
   return os.path.join(TEST_DATA, relative)
+
+
+# The small model the original's reference outputs were made with
+# (tests/data/modeling_reference/README.md).
+MODELING_REF = "modeling_reference/"
+PRETRAINING_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+                        "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+
+def reference_config(**overrides):
+  """The reference BertConfig, with fields overridden."""
+  import modeling
+  with open(data_file(MODELING_REF + "bert_config.json")) as f:
+    values = json.load(f)
+  values.update(overrides)
+  return modeling.BertConfig.from_dict(values)
+
+
+def reference_inputs():
+  return dict(np.load(data_file(MODELING_REF + "inputs.npz")))
+
+
+def reference_outputs():
+  return dict(np.load(data_file(MODELING_REF + "outputs.npz")))
+
+
+def reference_checkpoint():
+  return data_file(MODELING_REF + "model.ckpt")

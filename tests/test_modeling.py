@@ -1,7 +1,6 @@
 """The Keras model against outputs of the original modeling code (float32, 1e-5)."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -9,32 +8,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file, shared_path
+from conftest import (MODELING_REF, PRETRAINING_FEATURES, REPO_ROOT, data_file,
+                      reference_checkpoint, reference_config, reference_inputs,
+                      reference_outputs, shared_path)
 import modeling
 from modeling import checkpoints
 
-REF = "modeling_reference/"
-FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-            "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
-
-
-def _config(**overrides):
-  with open(data_file(REF + "bert_config.json")) as f:
-    values = json.load(f)
-  values.update(overrides)
-  return modeling.BertConfig.from_dict(values)
-
-
-def _inputs():
-  return dict(np.load(data_file(REF + "inputs.npz")))
-
-
-def _reference():
-  return dict(np.load(data_file(REF + "outputs.npz")))
-
-
-def _ckpt():
-  return data_file(REF + "model.ckpt")
+REF = MODELING_REF
+FEATURES = PRETRAINING_FEATURES
+_config = reference_config
+_inputs = reference_inputs
+_reference = reference_outputs
+_ckpt = reference_checkpoint
 
 
 def _close(got, want, atol=1e-5):

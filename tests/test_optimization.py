@@ -1,26 +1,18 @@
 """The optimizer against the original optimization.py, plus LAMB and accumulation."""
 
-import json
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import data_file
+from conftest import (MODELING_REF, PRETRAINING_FEATURES, data_file, reference_config)
 import modeling
 from modeling import optimization
 
-REF = "modeling_reference/"
-FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-            "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
-
-
-def _config(**overrides):
-  with open(data_file(REF + "bert_config.json")) as f:
-    values = json.load(f)
-  values.update(overrides)
-  return modeling.BertConfig.from_dict(values)
+REF = MODELING_REF
+FEATURES = PRETRAINING_FEATURES
+_config = reference_config
 
 
 def _pretrainer(dropout=0.0):

@@ -1,35 +1,26 @@
 """Options beyond the original: XLA compilation and mixed precision."""
 
-import json
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import data_file
+from conftest import (MODELING_REF, PRETRAINING_FEATURES, data_file, reference_config,
+                      reference_inputs, reference_outputs)
 import modeling
 from modeling import optimization
 
-REF = "modeling_reference/"
-FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-            "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
-
-
-def _config(**overrides):
-  with open(data_file(REF + "bert_config.json")) as f:
-    values = json.load(f)
-  values.update(overrides)
-  return modeling.BertConfig.from_dict(values)
+REF = MODELING_REF
+_config = reference_config
 
 
 def _features():
-  inputs = dict(np.load(data_file(REF + "inputs.npz")))
-  return {k: tf.constant(inputs[k]) for k in FEATURES}
+  inputs = reference_inputs()
+  return {k: tf.constant(inputs[k]) for k in PRETRAINING_FEATURES}
 
 
-def _reference():
-  return dict(np.load(data_file(REF + "outputs.npz")))
+_reference = reference_outputs
 
 
 @pytest.fixture

@@ -105,7 +105,7 @@ def _time_run_pretraining_loop(args, config, data, jit):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   from modeling import optimization, pretraining, train_loop  # pylint: disable=g-import-not-at-top
-  strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+  strategy = train_loop.create_strategy("one_device")
   with strategy.scope():
     model = modeling.BertPretrainer(config)
     optimizer = optimization.create_optimizer(1e-4, 10000, 100)

@@ -33,6 +33,7 @@ $(DEMO_DIR)/corpus.txt: | $(STAMP)
 	$(PY) -m data_prep.demo_corpus --output_file=$@
 
 demo: $(STAMP) $(DEMO_CORPUS)
+	mkdir -p $(DEMO_DIR)
 	$(PY) -m vocab.learn_vocab --input_file=$(DEMO_CORPUS) \
 	  --output_file=$(DEMO_DIR)/vocab.txt --vocab_size=$(DEMO_VOCAB_SIZE)
 	$(PY) -m data_prep.create_pretraining_data --input_file=$(DEMO_CORPUS) \

@@ -97,9 +97,14 @@ class LayerNorm(keras.layers.Layer):
 
 
 class Embeddings(keras.layers.Layer):
-  """Word + token type + absolute position embeddings, then LayerNorm, dropout."""
+  """Word + token type + absolute position embeddings, then LayerNorm, dropout.
+
+  Always float32, like LayerNorm: under mixed precision, looking rows up in
+  the float32 tables beats casting whole tables to 16 bits every step.
+  """
 
   def __init__(self, config, **kwargs):
+    kwargs["dtype"] = "float32"
     super().__init__(**kwargs)
     self.config = config
     init = truncated_normal(config.initializer_range)

@@ -212,22 +212,8 @@ class BasicTokenizer(object):
         pieces[-1] += char
     return pieces
 
-  def _tokenize_chinese_chars(self, text):
-    """Puts spaces around every CJK ideograph."""
-    return "".join(" %s " % c if _is_chinese_char(ord(c)) else c for c in text)
-
   def _is_chinese_char(self, cp):
     return _is_chinese_char(cp)
-
-  def _clean_text(self, text):
-    """Removes NUL, U+FFFD and control characters; maps whitespace to spaces."""
-    out = []
-    for char in text:
-      cp = ord(char)
-      if cp == 0 or cp == 0xFFFD or _is_control(char):
-        continue
-      out.append(" " if _is_whitespace(char) else char)
-    return "".join(out)
 
 
 class WordpieceTokenizer(object):

@@ -26,6 +26,7 @@ if __package__ in (None, ""):  # Run as a file path: make the repo importable.
 from absl import app
 from absl import flags
 from absl import logging
+import numpy as np
 
 from data_prep import pretraining_corpus
 from data_prep import pretraining_instances
@@ -176,6 +177,102 @@ def generate(input_files, output_files, tokenizer, options, num_workers=1,
   written = pretraining_records.write_instances(instances, order, output_files)
   logging.info("Wrote %d total instances in %.1fs.", written, time.time() - start)
   return written
+
+
+class TrainingInstance(object):
+  """One instance as the original's API returns it (tokens as strings)."""
+
+  def __init__(self, tokens, segment_ids, masked_lm_positions, masked_lm_labels,
+               is_random_next):
+    self.tokens = tokens
+    self.segment_ids = segment_ids
+    self.is_random_next = is_random_next
+    self.masked_lm_positions = masked_lm_positions
+    self.masked_lm_labels = masked_lm_labels
+
+  def __str__(self):
+    return ("tokens: %s\nsegment_ids: %s\nis_random_next: %s\n"
+            "masked_lm_positions: %s\nmasked_lm_labels: %s\n\n" % (
+                " ".join(self.tokens), " ".join(map(str, self.segment_ids)),
+                self.is_random_next, " ".join(map(str, self.masked_lm_positions)),
+                " ".join(self.masked_lm_labels)))
+
+  __repr__ = __str__
+
+
+def create_training_instances(input_files, tokenizer, max_seq_length,
+                              dupe_factor, short_seq_prob, masked_lm_prob,
+                              max_predictions_per_seq, rng,
+                              do_whole_word_mask=False):
+  """The original's library function: instances (in their final shuffled
+  order) from text files, drawing from and advancing `rng` (a random.Random)
+  exactly as the original did. Computed by the compiled generator."""
+  version, words, gauss_next = rng.getstate()
+  state = np.array(words, dtype=np.uint32)
+  corpus = pretraining_corpus.read_corpus(input_files, tokenizer, num_workers=1)
+  corpus.doc_order = pretraining_instances.shuffle_documents(state, corpus.num_documents)
+  instances = pretraining_instances.create_instances(
+      state, corpus, pretraining_instances.Vocabulary(tokenizer.vocab), max_seq_length,
+      max_predictions_per_seq, dupe_factor, short_seq_prob, masked_lm_prob,
+      do_whole_word_mask)
+  order = pretraining_instances.shuffle_instances(state, instances.count)
+  rng.setstate((version, tuple(int(w) for w in state), gauss_next))
+  result = []
+  for i in order:
+    f = instances.features(i)
+    n = f["length"]
+    result.append(TrainingInstance(
+        tokens=tokenizer.convert_ids_to_tokens(f["input_ids"][:n].tolist()),
+        segment_ids=f["segment_ids"][:n].tolist(),
+        masked_lm_positions=f["masked_lm_positions"].tolist(),
+        masked_lm_labels=tokenizer.convert_ids_to_tokens(f["masked_lm_ids"].tolist()),
+        is_random_next=bool(f["next_sentence_labels"])))
+  return result
+
+
+def write_instance_to_example_files(instances, tokenizer, max_seq_length,
+                                    max_predictions_per_seq, output_files):
+  """The original's writer for `TrainingInstance` lists: padded features,
+  records round-robin over `output_files`, each file renamed into place only
+  when complete. (The CLI uses the compiled writer instead.)"""
+  import tensorflow as tf
+  temporaries = ["%s.tmp-%d" % (p, os.getpid()) for p in output_files]
+  writers = [tf.io.TFRecordWriter(p) for p in temporaries]
+  try:
+    for k, instance in enumerate(instances):
+      ids = tokenizer.convert_tokens_to_ids(instance.tokens)
+      if len(ids) > max_seq_length:
+        raise ValueError("Instance %d has %d tokens, more than max_seq_length=%d." %
+                         (k, len(ids), max_seq_length))
+      pad = max_seq_length - len(ids)
+      positions = list(instance.masked_lm_positions)
+      labels = tokenizer.convert_tokens_to_ids(instance.masked_lm_labels)
+      extra = max_predictions_per_seq - len(positions)
+      ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+      features = {
+          "input_ids": ints(ids + [0] * pad),
+          "input_mask": ints([1] * len(ids) + [0] * pad),
+          "segment_ids": ints(list(instance.segment_ids) + [0] * pad),
+          "masked_lm_positions": ints(positions + [0] * extra),
+          "masked_lm_ids": ints(labels + [0] * extra),
+          "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
+              value=list(np.float32([1.0] * len(labels) + [0.0] * extra)))),
+          "next_sentence_labels": ints([1 if instance.is_random_next else 0]),
+      }
+      example = tf.train.Example(features=tf.train.Features(feature=features))
+      writers[k % len(writers)].write(example.SerializeToString())
+    for writer in writers:
+      writer.close()
+    for temporary, path in zip(temporaries, output_files):
+      tf.io.gfile.rename(temporary, path, overwrite=True)
+  except BaseException:
+    for writer in writers:
+      writer.close()
+    for temporary in temporaries:
+      if tf.io.gfile.exists(temporary):
+        tf.io.gfile.remove(temporary)
+    raise
+  return len(instances)
 
 
 def _log_examples(instances, order, tokenizer):

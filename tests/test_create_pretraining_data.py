@@ -257,3 +257,25 @@ def test_sharded_mode_is_deterministic_and_resumes(tmp_path):
   assert result.returncode == 0, result.stderr[-2000:]
   assert os.path.getmtime(out_dir / names[1]) == mtime
   assert read_records([str(out_dir / names[0])]) == first[names[0]]
+
+
+def test_library_api_matches_original_records(tmp_path):
+  """create_training_instances + write_instance_to_example_files, the
+  original's library functions, give the original's records and advance the
+  caller's random.Random."""
+  import random
+  shared_inputs, _, vocab, _, flag_values = REFERENCE_RUNS["sample_wwm"]
+  tokenizer = tokenization.FullTokenizer(shared_path(vocab), do_lower_case=True)
+  rng = random.Random(flag_values["random_seed"])
+  before = rng.getstate()
+  instances = cpd.create_training_instances(
+      [shared_path(p) for p in shared_inputs], tokenizer, flag_values["max_seq_length"],
+      flag_values["dupe_factor"], flag_values["short_seq_prob"],
+      flag_values["masked_lm_prob"], flag_values["max_predictions_per_seq"], rng,
+      do_whole_word_mask=True)
+  assert rng.getstate() != before
+  assert instances[0].tokens[0] == "[CLS]" and "tokens: [CLS]" in str(instances[0])
+  out = str(tmp_path / "api.tfrecord")
+  cpd.write_instance_to_example_files(instances, tokenizer, flag_values["max_seq_length"],
+                                      flag_values["max_predictions_per_seq"], [out])
+  assert read_records([out]) == read_records(reference_outputs("sample_wwm"))

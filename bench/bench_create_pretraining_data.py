@@ -8,7 +8,6 @@ with the original's default flags; we report wall time, peak resident memory
 feature by feature.
 """
 
-import argparse
 import os
 import resource
 import subprocess
@@ -77,11 +76,7 @@ def _features(path, max_seq_length, max_predictions):
 
 
 def main():
-  parser = argparse.ArgumentParser()
-  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
-  parser.add_argument("--vocab_file", default=os.path.join(
-      common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
-  parser.add_argument("--megabytes", type=float, default=10.0)
+  parser = common.argument_parser(megabytes=10.0)
   parser.add_argument("--workdir", default=None)
   args = parser.parse_args()
 

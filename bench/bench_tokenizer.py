@@ -11,7 +11,6 @@ Prints MB/s, the ratio to the original, and how many lines differ from ours
 (ours is checked equal to the original on the lines the original ran on).
 """
 
-import argparse
 import os
 import sys
 import tempfile
@@ -34,11 +33,7 @@ def _rows(flat, splits):
 
 
 def main():
-  parser = argparse.ArgumentParser()
-  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
-  parser.add_argument("--vocab_file", default=os.path.join(
-      common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
-  parser.add_argument("--megabytes", type=float, default=5.0)
+  parser = common.argument_parser(megabytes=5.0)
   parser.add_argument("--original_megabytes", type=float, default=1.0,
                       help="The original is slow: time it on this prefix.")
   args = parser.parse_args()

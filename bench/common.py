@@ -1,5 +1,6 @@
 """Shared helpers for the side-by-side benchmarks: corpora and the original code."""
 
+import argparse
 import glob
 import os
 import shutil
@@ -76,3 +77,13 @@ def original_code_dir(checkout):
 def cleanup(path):
   if path:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def argument_parser(megabytes):
+  """Flags every data benchmark takes: the original's checkout, vocab, size."""
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
+  parser.add_argument("--vocab_file", default=os.path.join(
+      SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--megabytes", type=float, default=megabytes)
+  return parser

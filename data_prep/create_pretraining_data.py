@@ -33,6 +33,7 @@ from data_prep import pretraining_instances
 from data_prep import pretraining_records
 from data_prep import python_random
 from data_prep import text_io
+from data_prep import tfrecord_io
 from data_prep import tokenization
 
 FLAGS = flags.FLAGS
@@ -234,10 +235,10 @@ def write_instance_to_example_files(instances, tokenizer, max_seq_length,
                                     max_predictions_per_seq, output_files):
   """The original's writer for `TrainingInstance` lists: padded features,
   records round-robin over `output_files`, each file renamed into place only
-  when complete. (The CLI uses the compiled writer instead.)"""
+  when complete. (The CLI uses the compiled encoder instead.)"""
   import tensorflow as tf
-  temporaries = ["%s.tmp-%d" % (p, os.getpid()) for p in output_files]
-  writers = [tf.io.TFRecordWriter(p) for p in temporaries]
+  writers = [tfrecord_io.RecordFileWriter(p) for p in output_files]
+  ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
   try:
     for k, instance in enumerate(instances):
       ids = tokenizer.convert_tokens_to_ids(instance.tokens)
@@ -248,7 +249,6 @@ def write_instance_to_example_files(instances, tokenizer, max_seq_length,
       positions = list(instance.masked_lm_positions)
       labels = tokenizer.convert_tokens_to_ids(instance.masked_lm_labels)
       extra = max_predictions_per_seq - len(positions)
-      ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
       features = {
           "input_ids": ints(ids + [0] * pad),
           "input_mask": ints([1] * len(ids) + [0] * pad),
@@ -256,21 +256,17 @@ def write_instance_to_example_files(instances, tokenizer, max_seq_length,
           "masked_lm_positions": ints(positions + [0] * extra),
           "masked_lm_ids": ints(labels + [0] * extra),
           "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
-              value=list(np.float32([1.0] * len(labels) + [0.0] * extra)))),
+              value=[1.0] * len(labels) + [0.0] * extra)),
           "next_sentence_labels": ints([1 if instance.is_random_next else 0]),
       }
-      example = tf.train.Example(features=tf.train.Features(feature=features))
-      writers[k % len(writers)].write(example.SerializeToString())
+      record = tf.train.Example(features=tf.train.Features(feature=features))
+      data = np.frombuffer(record.SerializeToString(), np.uint8)
+      writers[k % len(writers)].write_batch(data, np.array([0, len(data)], np.int64))
     for writer in writers:
-      writer.close()
-    for temporary, path in zip(temporaries, output_files):
-      tf.io.gfile.rename(temporary, path, overwrite=True)
+      writer.commit()
   except BaseException:
     for writer in writers:
-      writer.close()
-    for temporary in temporaries:
-      if tf.io.gfile.exists(temporary):
-        tf.io.gfile.remove(temporary)
+      writer.abort()
     raise
   return len(instances)
 

@@ -237,9 +237,8 @@ def write_instance_to_example_files(instances, tokenizer, max_seq_length,
   records round-robin over `output_files`, each file renamed into place only
   when complete. (The CLI uses the compiled encoder instead.)"""
   import tensorflow as tf
-  writers = [tfrecord_io.RecordFileWriter(p) for p in output_files]
   ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
-  try:
+  with tfrecord_io.atomic_writers(output_files) as writers:
     for k, instance in enumerate(instances):
       ids = tokenizer.convert_tokens_to_ids(instance.tokens)
       if len(ids) > max_seq_length:
@@ -262,12 +261,6 @@ def write_instance_to_example_files(instances, tokenizer, max_seq_length,
       record = tf.train.Example(features=tf.train.Features(feature=features))
       data = np.frombuffer(record.SerializeToString(), np.uint8)
       writers[k % len(writers)].write_batch(data, np.array([0, len(data)], np.int64))
-    for writer in writers:
-      writer.commit()
-  except BaseException:
-    for writer in writers:
-      writer.abort()
-    raise
   return len(instances)
 
 

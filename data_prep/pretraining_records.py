@@ -220,10 +220,9 @@ def write_instances(instances, order, output_files, log_every_seconds=10.0):
   Record k of `order` goes to file k % len(output_files), as in the original.
   Files appear under their final names only when every record is written.
   """
-  writers = [tfrecord_io.RecordFileWriter(p) for p in output_files]
   start = last_log = time.time()
   done = 0
-  try:
+  with tfrecord_io.atomic_writers(output_files) as writers:
     for w, writer in enumerate(writers):
       for buf, offsets in iter_serialized_batches(instances, order[w::len(writers)]):
         writer.write_batch(buf, offsets)
@@ -232,10 +231,4 @@ def write_instances(instances, order, output_files, log_every_seconds=10.0):
           logging.info("Wrote %d of %d instances (%.0f/s).", done, len(order),
                        done / (time.time() - start))
           last_log = time.time()
-    for writer in writers:
-      writer.commit()
-  except BaseException:
-    for writer in writers:
-      writer.abort()
-    raise
   return len(order)

@@ -7,6 +7,7 @@ CRC32C of the data (all little-endian), exactly what tf.io.TFRecordWriter
 writes. Paths with a scheme (gs://, hdfs://) go through tf.io.gfile.
 """
 
+import contextlib
 import os
 
 import numba
@@ -108,3 +109,18 @@ class RecordFileWriter(object):
         tf.io.gfile.remove(self.temporary)
     elif os.path.exists(self.temporary):
       os.remove(self.temporary)
+
+
+@contextlib.contextmanager
+def atomic_writers(paths):
+  """RecordFileWriters for `paths`: all committed if the block succeeds, all
+  removed if it raises, so no partial file is ever left under a final name."""
+  writers = [RecordFileWriter(p) for p in paths]
+  try:
+    yield writers
+  except BaseException:
+    for writer in writers:
+      writer.abort()
+    raise
+  for writer in writers:
+    writer.commit()

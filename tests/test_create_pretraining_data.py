@@ -279,3 +279,13 @@ def test_library_api_matches_original_records(tmp_path):
   cpd.write_instance_to_example_files(instances, tokenizer, flag_values["max_seq_length"],
                                       flag_values["max_predictions_per_seq"], [out])
   assert read_records([out]) == read_records(reference_outputs("sample_wwm"))
+
+
+def test_failed_write_leaves_no_file(tmp_path):
+  from data_prep import tfrecord_io
+  paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
+  with pytest.raises(RuntimeError):
+    with tfrecord_io.atomic_writers(paths) as writers:
+      writers[0].write_batch(np.frombuffer(b"abc", np.uint8), np.array([0, 3]))
+      raise RuntimeError("interrupted")
+  assert os.listdir(tmp_path) == []

@@ -12,6 +12,9 @@ rounds). Peers:
   original   google-research/bert under tf.compat.v1 (needs tf_keras);
   hf         Hugging Face transformers BertForPreTraining on PyTorch (CPU);
   keras_hub  keras-hub BertMaskedLM (masked LM only: it has no NSP head);
+  tf_models  tf-models-official BertEncoderV2 + BertPretrainerV2 (masked LM +
+             next sentence), its AdamWeightDecay (which clips to norm 1.0);
+             its NSP head reads [CLS] itself, so the pooler is idle;
   ours       modeling.BertPretrainer: f32, xla (f32 + XLA), bf16
              (mixed_bfloat16), bf16xla (mixed_bfloat16 + XLA); loop and
              loopxla time run_pretraining's training loop itself.
@@ -225,11 +228,51 @@ def run_keras_hub(args, data):
     return timed(lambda: model.train_on_batch(x, y, sample_weight=w), 2, args.steps)
   forward = tf.function(lambda inputs: backbone(inputs)["sequence_output"], jit_compile=jit)
   tensors = {k: tf.constant(v) for k, v in x.items()}
-  return timed(lambda: forward(tensors).numpy(), 3, args.steps)
+  return timed(lambda: forward(tensors).numpy(), 3, inference_steps(args))
+
+
+def run_tf_models(args, data):
+  """tf-models-official (Model Garden): BertEncoderV2 + BertPretrainerV2."""
+  os.environ["TF_USE_LEGACY_KERAS"] = "1"  # Model Garden is built on tf_keras
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.nlp import optimization  # pylint: disable=g-import-not-at-top
+  from official.nlp.modeling import layers, models, networks  # pylint: disable=g-import-not-at-top
+  c = config_dict(args.size)
+  encoder = networks.BertEncoderV2(
+      vocab_size=VOCAB, hidden_size=c["hidden_size"], num_layers=c["num_hidden_layers"],
+      num_attention_heads=c["num_attention_heads"], inner_dim=c["intermediate_size"],
+      max_sequence_length=512, type_vocab_size=2)
+  x = {"input_word_ids": tf.constant(data["input_ids"]),
+       "input_mask": tf.constant(data["input_mask"]),
+       "input_type_ids": tf.constant(data["segment_ids"])}
+  jit = args.variant == "xla"
+  if args.mode == "train":
+    model = models.BertPretrainerV2(encoder, classification_heads=[
+        layers.ClassificationHead(c["hidden_size"], 2, name="next_sentence")])
+    optimizer = optimization.create_optimizer(1e-4, 10000, 100)
+    x = dict(x, masked_lm_positions=tf.constant(data["masked_lm_positions"]))
+    mlm_ids = tf.constant(data["masked_lm_ids"])
+    mlm_weights = tf.constant(data["masked_lm_weights"])
+    nsp_labels = tf.constant(data["next_sentence_labels"][:, 0])
+    xent = tf.nn.sparse_softmax_cross_entropy_with_logits
+
+    @tf.function(jit_compile=jit)
+    def step():
+      with tf.GradientTape() as tape:
+        out = model(x, training=True)
+        mlm = tf.reduce_sum(xent(mlm_ids, out["mlm_logits"]) * mlm_weights) / (
+            tf.reduce_sum(mlm_weights) + 1e-5)
+        loss = mlm + tf.reduce_mean(xent(nsp_labels, out["next_sentence"]))
+      grads = tape.gradient(loss, model.trainable_variables)
+      optimizer.apply_gradients(zip(grads, model.trainable_variables))
+      return loss
+    return timed(lambda: float(step()), 2, args.steps)
+  forward = tf.function(lambda inputs: encoder(inputs)["sequence_output"], jit_compile=jit)
+  return timed(lambda: forward(x).numpy(), 3, inference_steps(args))
 
 
 WORKERS = {"ours": run_ours, "original": run_original, "hf": run_hf,
-           "keras_hub": run_keras_hub}
+           "keras_hub": run_keras_hub, "tf_models": run_tf_models}
 
 
 def worker(args):
@@ -262,7 +305,7 @@ def main():
   parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
   parser.add_argument("--sizes", default="tiny,mini,small,base")
   parser.add_argument("--steps", type=int, default=5)
-  parser.add_argument("--peers", default="original,hf,keras_hub,keras_hub/xla,ours,ours/xla,ours/bf16,ours/bf16xla")
+  parser.add_argument("--peers", default="original,hf,keras_hub,keras_hub/xla,tf_models,tf_models/xla,ours,ours/xla,ours/bf16,ours/bf16xla")
   parser.add_argument("--skip_inference", action="store_true")
   parser.add_argument("--repeats", type=int, default=1,
                       help="Interleaved rounds per configuration; the best is kept.")

@@ -82,7 +82,16 @@ class BertModel(keras.Model):
             message="segment_ids outside type_vocab_size=%d" % c.type_vocab_size),
     ]
 
-  def call(self, inputs, training=False):
+  def call(self, inputs, training=False, output_positions=None):
+    """The encoder's outputs (see the module docstring).
+
+    With `output_positions` [batch, k], the last layer is computed only at
+    those positions (and at the first, for the pooler): `sequence_output`,
+    and the last of `encoder_outputs`, are then the [batch, k, hidden]
+    vectors at `output_positions`. Heads that read a few positions (masked
+    LM, classification) so skip most of a layer's work; the values are
+    those of the full computation.
+    """
     input_ids = tf.convert_to_tensor(inputs["input_ids"])
     input_mask = inputs.get("input_mask")
     segment_ids = inputs.get("segment_ids")
@@ -94,12 +103,20 @@ class BertModel(keras.Model):
       input_ids = tf.identity(input_ids)
     embedding_output = self.embeddings(input_ids, segment_ids, training=training)
     mask_adder = layers.attention_mask_adder(input_mask)
+    positions = None
+    if output_positions is not None:
+      first = tf.zeros([tf.shape(input_ids)[0], 1], tf.int32)
+      positions = tf.concat([first, tf.cast(output_positions, tf.int32)], 1)
     x = embedding_output
     encoder_outputs = []
-    for layer in self.encoder_layers:
-      x = layer(x, mask_adder, training=training)
+    for i, layer in enumerate(self.encoder_layers):
+      last = i == len(self.encoder_layers) - 1
+      x = layer(x, mask_adder, training=training, positions=positions if last else None)
       encoder_outputs.append(x)
     pooled_output = self.pooler(x[:, 0, :])
+    if positions is not None:
+      x = x[:, 1:, :]
+      encoder_outputs[-1] = x
     return {
         "sequence_output": x,
         "pooled_output": pooled_output,
@@ -157,14 +174,29 @@ class BertWithHeads(keras.Model):
       names.update(head.original_names())
     return names
 
+  def positions_read(self, inputs):
+    """The sequence positions the heads read besides the first, [batch, k];
+    None when a head reads them all."""
+    if self.span is not None:
+      return None
+    if self.masked_lm is not None and "masked_lm_positions" in inputs:
+      return inputs["masked_lm_positions"]
+    return tf.zeros([tf.shape(inputs["input_ids"])[0], 0], tf.int32)
+
   def call(self, inputs, training=False):
-    """Encoder outputs plus whatever the present heads give."""
-    outputs = dict(self.bert(inputs, training=training))
+    """Encoder outputs plus whatever the present heads give.
+
+    The last encoder layer runs only at the positions the heads read, so
+    `sequence_output` (and the last of `encoder_outputs`) holds the vectors
+    at `masked_lm_positions` (none for classification); every position's
+    output is `model.bert(inputs)`.
+    """
+    outputs = dict(self.bert(inputs, training=training,
+                             output_positions=self.positions_read(inputs)))
     # Log-probabilities are outputs for users; losses use the logits, and in
     # a compiled training step unused outputs are pruned.
     if self.masked_lm is not None and "masked_lm_positions" in inputs:
-      logits = self.masked_lm(outputs["sequence_output"], inputs["masked_lm_positions"],
-                              self.bert.embedding_table)
+      logits = self.masked_lm(outputs["sequence_output"], self.bert.embedding_table)
       outputs["masked_lm_logits"] = logits
       outputs["masked_lm_log_probs"] = tf.nn.log_softmax(logits, axis=-1)
     if self.next_sentence is not None:

@@ -6,23 +6,14 @@ import tensorflow as tf
 from modeling import layers
 
 
-def gather_positions(sequence, positions):
-  """[batch, seq, width] at [batch, k] positions -> [batch * k, width].
-
-  Only the masked positions go through the masked-LM head, which is most of
-  the head's cost saved.
-  """
-  batch = tf.shape(sequence)[0]
-  seq_length = tf.shape(sequence)[1]
-  width = sequence.shape[-1]
-  positions = tf.cast(positions, tf.int32)
-  flat_positions = tf.reshape(positions + (tf.range(batch) * seq_length)[:, tf.newaxis], [-1])
-  return tf.gather(tf.reshape(sequence, [-1, width]), flat_positions)
-
-
 class MaskedLMHead(keras.layers.Layer):
   """Transform (dense + activation + LayerNorm), then logits tied to the word
-  embeddings plus an output-only bias; returns float32 logits."""
+  embeddings plus an output-only bias; returns float32 logits.
+
+  It takes the encoder's vectors at the masked positions only ([batch, k,
+  hidden], as `BertModel(..., output_positions=masked_lm_positions)` gives
+  them) and returns [batch * k, vocab] logits.
+  """
 
   def __init__(self, config, **kwargs):
     super().__init__(**kwargs)
@@ -34,8 +25,8 @@ class MaskedLMHead(keras.layers.Layer):
     self.output_bias = self.add_weight(name="output_bias", shape=(config.vocab_size,),
                                        initializer="zeros")
 
-  def call(self, sequence_output, positions, embedding_table):
-    x = gather_positions(sequence_output, positions)
+  def call(self, masked_vectors, embedding_table):
+    x = tf.reshape(masked_vectors, [-1, masked_vectors.shape[-1]])
     x = self.layer_norm(self.transform(x))
     logits = tf.matmul(x, tf.cast(embedding_table, x.dtype), transpose_b=True)
     return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))

@@ -10,14 +10,12 @@ training needs.
 import math
 
 import keras
-import numpy as np
 import tensorflow as tf
 
+from modeling import fused
 
-def gelu(x):
-  """GELU with the tanh approximation, as the original used."""
-  cdf = 0.5 * (1.0 + tf.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
-  return x * cdf
+# GELU with the tanh approximation, as the original used (one fused kernel).
+gelu = fused.gelu
 
 
 def get_activation(name):
@@ -90,10 +88,8 @@ class LayerNorm(keras.layers.Layer):
     return tf.cast(super().__call__(x, *args, **kwargs), x.dtype)
 
   def call(self, x):
-    x = tf.cast(x, tf.float32)
-    mean, variance = tf.nn.moments(x, [-1], keepdims=True)
-    return tf.nn.batch_normalization(x, mean, variance, tf.convert_to_tensor(self.beta),
-                                     tf.convert_to_tensor(self.gamma), self.epsilon)
+    return fused.layer_norm(tf.cast(x, tf.float32), tf.convert_to_tensor(self.gamma),
+                            tf.convert_to_tensor(self.beta), self.epsilon)
 
 
 class Embeddings(keras.layers.Layer):
@@ -149,24 +145,36 @@ class SelfAttention(keras.layers.Layer):
       dense.built = True  # Their weights are used directly, not called.
     self.built = True
 
-  def call(self, x, mask_adder, training=False):
-    # One [hidden, 3 * hidden] matmul for query, key and value instead of
-    # three: fewer, larger operations (the weights stay three variables, as
-    # in the released checkpoints).
+  def _project(self, x, denses):
+    """x [batch, length, hidden] through several Dense at once (one matmul),
+    split into [batch, heads, length, head_size] per Dense."""
     dtype = x.dtype
-    kernel = tf.concat([tf.cast(d.kernel, dtype) for d in (self.query, self.key, self.value)], 1)
-    bias = tf.concat([tf.cast(d.bias, dtype) for d in (self.query, self.key, self.value)], 0)
+    kernel = tf.concat([tf.cast(d.kernel, dtype) for d in denses], 1)
+    bias = tf.concat([tf.cast(d.bias, dtype) for d in denses], 0)
     shape = tf.shape(x)
-    batch, length = shape[0], shape[1]
-    qkv = tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, kernel.shape[0]]), kernel), bias)
-    qkv = tf.reshape(qkv, [batch, length, 3, self.num_heads, self.head_size])
-    q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # [batch, heads, seq, size]
-    scores = tf.matmul(q, k, transpose_b=True)
+    y = tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, kernel.shape[0]]), kernel), bias)
+    y = tf.reshape(y, [shape[0], shape[1], len(denses), self.num_heads, self.head_size])
+    return tf.unstack(tf.transpose(y, [2, 0, 3, 1, 4]))
+
+  def call(self, x, mask_adder, training=False, queries=None):
+    """Attends from `queries` (default: x itself) to every position of x.
+
+    Query, key and value come from one [hidden, 3 * hidden] matmul rather
+    than three (the weights stay three variables, as in the checkpoints).
+    """
+    if queries is None:
+      queries = x
+      q, k, v = self._project(x, (self.query, self.key, self.value))
+    else:
+      (q,) = self._project(queries, (self.query,))
+      k, v = self._project(x, (self.key, self.value))
+    scores = tf.matmul(q, k, transpose_b=True)  # [batch, heads, queries, keys]
     scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(float(self.head_size)))
     probs = tf.nn.softmax(scores + tf.cast(mask_adder, tf.float32))
-    probs = self.dropout(tf.cast(probs, dtype), training=training)
+    probs = self.dropout(tf.cast(probs, x.dtype), training=training)
     context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
-    return tf.reshape(context, [batch, length, self.num_heads * self.head_size])
+    shape = tf.shape(queries)
+    return tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
 
 
 class TransformerLayer(keras.layers.Layer):
@@ -187,10 +195,15 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm = LayerNorm(hidden, name="output_LayerNorm")
     self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
 
-  def call(self, x, mask_adder, training=False):
-    attended = self.attention(x, mask_adder, training=training)
+  def call(self, x, mask_adder, training=False, positions=None):
+    """With `positions` [batch, k], only those positions are computed (each
+    still attends to all of x): [batch, k, hidden] instead of [batch, seq,
+    hidden], for a last layer whose other positions nothing reads."""
+    queries = x if positions is None else tf.gather(x, positions, batch_dims=1)
+    attended = self.attention(x, mask_adder, training=training,
+                              queries=None if positions is None else queries)
     attended = self.dropout(self.attention_output(attended), training=training)
-    attended = self.attention_layer_norm(attended + x)
+    attended = self.attention_layer_norm(attended + queries)
     hidden = self.output_dense(self.intermediate(attended))
     hidden = self.dropout(hidden, training=training)
     return self.output_layer_norm(hidden + attended)

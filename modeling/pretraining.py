@@ -25,9 +25,9 @@ class PretrainingLoss(object):
   def __call__(self, model, features, totals):
     # The parts of BertPretrainer, called directly: only what the loss needs
     # is computed (no [predictions, vocab] log-probabilities inside the loop).
-    out = model.bert(features, training=True)
-    mlm_logits = model.masked_lm(out["sequence_output"], features["masked_lm_positions"],
-                                 model.bert.embedding_table)
+    out = model.bert(features, training=True,
+                     output_positions=features["masked_lm_positions"])
+    mlm_logits = model.masked_lm(out["sequence_output"], model.bert.embedding_table)
     nsp_logits = model.next_sentence(out["pooled_output"])
     _, mlm_per_example = heads.masked_lm_loss(
         mlm_logits, features["masked_lm_ids"], features["masked_lm_weights"])

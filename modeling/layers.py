@@ -140,28 +140,16 @@ class SelfAttention(keras.layers.Layer):
     self.value = Dense(hidden, hidden, initializer_range=r, name="value")
     self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
 
-  def build(self, input_shape=None):
-    for dense in (self.query, self.key, self.value):
-      dense.built = True  # Their weights are used directly, not called.
-    self.built = True
-
   def _project(self, x, denses):
-    """x [batch, length, hidden] through several Dense at once (one matmul),
-    split into [batch, heads, length, head_size] per Dense."""
-    dtype = x.dtype
-    kernel = tf.concat([tf.cast(d.kernel, dtype) for d in denses], 1)
-    bias = tf.concat([tf.cast(d.bias, dtype) for d in denses], 0)
+    """x [batch, length, hidden] through each Dense, as [batch, heads, length,
+    head_size]."""
     shape = tf.shape(x)
-    y = tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, kernel.shape[0]]), kernel), bias)
-    y = tf.reshape(y, [shape[0], shape[1], len(denses), self.num_heads, self.head_size])
-    return tf.unstack(tf.transpose(y, [2, 0, 3, 1, 4]))
+    flat = tf.reshape(x, [-1, x.shape[-1]])
+    return [tf.transpose(tf.reshape(d(flat), [shape[0], shape[1], self.num_heads, self.head_size]),
+                         [0, 2, 1, 3]) for d in denses]
 
   def call(self, x, mask_adder, training=False, queries=None):
-    """Attends from `queries` (default: x itself) to every position of x.
-
-    Query, key and value come from one [hidden, 3 * hidden] matmul rather
-    than three (the weights stay three variables, as in the checkpoints).
-    """
+    """Attends from `queries` (default: x itself) to every position of x."""
     if queries is None:
       queries = x
       q, k, v = self._project(x, (self.query, self.key, self.value))

@@ -1,4 +1,4 @@
-"""GELU and layer normalisation as single XLA kernels, with hand-written gradients.
+"""GELU, layer normalisation and dropout as single XLA kernels, with hand-written gradients.
 
 Written as plain TensorFlow ops, the tanh-approximate GELU is about ten
 element-wise passes over the [tokens, intermediate] activations forward and
@@ -79,3 +79,43 @@ def layer_norm(x, gamma, beta, epsilon):
     return _layer_norm_forward(x, gamma, beta, epsilon), grad
 
   return normalize(x, gamma, beta)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _keep_and_scale(x, keep, scale):
+  return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros_like(x))
+
+
+# Dropout decisions are made on 16 random bits each: one 32-bit draw of
+# TensorFlow's Philox generator serves two elements, half the random-number
+# work of a float per element, which was most of dropout's cost. The
+# probability of dropping is round(rate * 2^16) / 2^16 (0.1 becomes
+# 0.1000061).
+_DROPOUT_RESOLUTION = 1 << 16
+
+
+def dropout_threshold(rate):
+  """Elements whose 16 random bits, read as a signed int16, are below this
+  are dropped."""
+  return int(round(rate * _DROPOUT_RESOLUTION)) - _DROPOUT_RESOLUTION // 2
+
+
+def dropout(x, rate, seed):
+  """Inverted dropout: zeroes each element with probability `rate` (to 2^-16)
+  and scales the rest by 1 / (1 - rate). `seed`: a [2] int32 tensor."""
+  count = x.shape.num_elements()
+  if count is None:
+    count = tf.size(x)
+  words = tf.random.stateless_uniform([(count + 1) // 2], seed, minval=None, maxval=None,
+                                      dtype=tf.uint32)
+  halves = tf.reshape(tf.bitcast(words, tf.int16), [-1])
+  if not isinstance(count, int) or count % 2:
+    halves = halves[:count]
+  keep = tf.reshape(halves >= dropout_threshold(rate), tf.shape(x))
+  scale = tf.constant(1.0 / (1.0 - rate), tf.float32)
+
+  @tf.custom_gradient
+  def apply(x):
+    return _keep_and_scale(x, keep, scale), lambda dy: _keep_and_scale(dy, keep, scale)
+
+  return apply(x)

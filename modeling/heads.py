@@ -80,7 +80,7 @@ class ClassificationHead(_OutputWeights):
 
   def __init__(self, config, num_labels, dropout_rate=0.1, **kwargs):
     super().__init__(config, num_labels, **kwargs)
-    self.dropout = keras.layers.Dropout(dropout_rate)
+    self.dropout = layers.Dropout(dropout_rate)
 
   def call(self, pooled_output, training=False):
     return self.logits(self.dropout(pooled_output, training=training))

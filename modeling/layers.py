@@ -39,6 +39,22 @@ def truncated_normal(stddev):
   return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+class Dropout(keras.layers.Layer):
+  """Dropout while training (see fused.dropout); its random state is a Keras
+  SeedGenerator, which the training loop checkpoints."""
+
+  def __init__(self, rate, seed=None, **kwargs):
+    super().__init__(**kwargs)
+    self.rate = float(rate)
+    self.seed_generator = keras.random.SeedGenerator(seed)
+
+  def call(self, x, training=False):
+    if not training or not self.rate:
+      return x
+    seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
+    return fused.dropout(x, self.rate, seed)
+
+
 class Dense(keras.layers.Layer):
   """x @ kernel + bias on the last axis, with an optional activation."""
 
@@ -115,7 +131,7 @@ class Embeddings(keras.layers.Layer):
         shape=(config.max_position_embeddings, config.hidden_size),
         initializer=init)
     self.layer_norm = LayerNorm(config.hidden_size, name="LayerNorm")
-    self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+    self.dropout = Dropout(config.hidden_dropout_prob)
 
   def call(self, input_ids, segment_ids, training=False):
     seq_length = tf.shape(input_ids)[1]
@@ -138,7 +154,7 @@ class SelfAttention(keras.layers.Layer):
     self.query = Dense(hidden, hidden, initializer_range=r, name="query")
     self.key = Dense(hidden, hidden, initializer_range=r, name="key")
     self.value = Dense(hidden, hidden, initializer_range=r, name="value")
-    self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+    self.dropout = Dropout(config.attention_probs_dropout_prob)
 
   def _project(self, x, denses):
     """x [batch, length, hidden] through each Dense, as [batch, heads, length,
@@ -181,7 +197,7 @@ class TransformerLayer(keras.layers.Layer):
     self.output_dense = Dense(config.intermediate_size, hidden,
                               initializer_range=r, name="output_dense")
     self.output_layer_norm = LayerNorm(hidden, name="output_LayerNorm")
-    self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+    self.dropout = Dropout(config.hidden_dropout_prob)
 
   def call(self, x, mask_adder, training=False, positions=None):
     """With `positions` [batch, k], only those positions are computed (each

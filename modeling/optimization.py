@@ -132,6 +132,45 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
 class AdamWeightDecay(_DecoupledDecayOptimizer):
   """The original's AdamWeightDecayOptimizer (no bias correction)."""
 
+  def _fused(self):
+    strategy = tf.distribute.get_strategy()
+    return (not self._grads_reduced and strategy.num_replicas_in_sync == 1 and
+            not isinstance(strategy, tf.distribute.TPUStrategy))
+
+  def _clip_gradients(self, grads):
+    # The fused update clips inside its single pass.
+    return grads if self._fused() else super()._clip_gradients(grads)
+
+  def _backend_update_step(self, grads, trainable_variables, learning_rate):
+    if not self._fused():
+      return super()._backend_update_step(grads, trainable_variables, learning_rate)
+    if not hasattr(self, "_fused_update"):
+      self._fused_update = tf.function(self._clip_and_update, jit_compile=True,
+                                       autograph=False)
+    indices = [self._get_variable_index(v) for v in trainable_variables]
+    self._fused_update(list(grads), tf.cast(learning_rate, tf.float32), indices)
+
+  def _clip_and_update(self, grads, learning_rate, indices):
+    grads = [tf.cast(g, tf.float32) for g in grads]
+    if self.global_clipnorm:
+      # keras.optimizers' clip_by_global_norm, whose result equals the
+      # original's tf.clip_by_global_norm (NaN everywhere if the norm is not finite).
+      norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))
+      clip = float(self.global_clipnorm)
+      scale = clip * tf.minimum(1.0 / norm, 1.0 / clip) + (norm - norm)
+      grads = [g * scale for g in grads]
+    for gradient, index in zip(grads, indices):
+      variable = self._trainable_variables[index]
+      m, v = self._m[index], self._v[index]
+      next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
+      next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
+      update = next_m / (tf.sqrt(next_v) + self.epsilon)
+      if self._decays[index]:
+        update += self.weight_decay_rate * variable
+      m.assign(next_m)
+      v.assign(next_v)
+      variable.assign(variable - learning_rate * update)
+
   def update_step(self, gradient, variable, learning_rate):
     # Two fused kernels instead of a dozen element-wise passes: decay with the
     # old value first (var -= lr * rate * var), then TensorFlow's Adam kernel,

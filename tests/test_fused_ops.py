@@ -1,0 +1,82 @@
+"""The fused GELU / layer norm / dropout kernels against plain float64 math."""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from modeling import fused, layers
+
+
+def _float64_gradients(fn, *args):
+  args = [tf.constant(a, tf.float64) for a in args]
+  with tf.GradientTape() as tape:
+    tape.watch(args)
+    y = fn(*args)
+  dy = tf.constant(np.random.RandomState(1).normal(size=y.shape), tf.float64)
+  return y.numpy(), [g.numpy() for g in tape.gradient(y, args, output_gradients=dy)], dy
+
+
+def _fused_gradients(fn, dy, *args):
+  args = [tf.constant(a, tf.float32) for a in args]
+  with tf.GradientTape() as tape:
+    tape.watch(args)
+    y = fn(*args)
+  grads = tape.gradient(y, args, output_gradients=tf.cast(dy, tf.float32))
+  return y.numpy(), [g.numpy() for g in grads]
+
+
+def test_gelu_and_its_gradient_match_the_tanh_formula():
+  def reference(x):  # the original's formula, differentiated by TensorFlow
+    return x * 0.5 * (1.0 + tf.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
+  x = np.random.RandomState(0).normal(scale=3.0, size=(64, 96)).astype(np.float32)
+  want, (want_dx,), dy = _float64_gradients(reference, x)
+  got, (got_dx,) = _fused_gradients(fused.gelu, dy, x)
+  np.testing.assert_allclose(got, want, atol=1e-5)
+  np.testing.assert_allclose(got_dx, want_dx, atol=1e-5)
+
+
+def test_layer_norm_and_its_gradients_match_batch_normalization():
+  def reference(x, gamma, beta):  # what the original's layer norm computed
+    mean, variance = tf.nn.moments(x, [-1], keepdims=True)
+    return tf.nn.batch_normalization(x, mean, variance, beta, gamma, 1e-12)
+  rng = np.random.RandomState(0)
+  x = rng.normal(loc=0.5, scale=2.0, size=(4, 16, 48)).astype(np.float32)
+  gamma = rng.normal(1.0, 0.3, size=48).astype(np.float32)
+  beta = rng.normal(0.0, 0.3, size=48).astype(np.float32)
+  want, want_grads, dy = _float64_gradients(reference, x, gamma, beta)
+  got, got_grads = _fused_gradients(
+      lambda *a: fused.layer_norm(*a, epsilon=1e-12), dy, x, gamma, beta)
+  np.testing.assert_allclose(got, want, atol=1e-5)
+  for g, w in zip(got_grads, want_grads):
+    np.testing.assert_allclose(g, w, atol=1e-4 * max(1.0, np.abs(w).max()))
+
+
+def test_dropout_rate_scale_and_gradient_mask():
+  for rate, shape in ((0.1, (8, 12, 128, 128)), (0.5, (1001, 77)), (0.02, (3, 5, 7))):
+    dropout = layers.Dropout(rate, seed=3)
+    x = tf.ones(shape)
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = dropout(x, training=True)
+    grad = tape.gradient(y, x).numpy()
+    y = y.numpy()
+    kept = y != 0
+    # Kept elements are scaled by exactly 1 / (1 - rate); the gradient flows
+    # through the same elements with the same scale.
+    np.testing.assert_array_equal(y[kept], np.float32(1.0 / (1.0 - rate)))
+    np.testing.assert_array_equal(grad, y)
+    if y.size > 10000:
+      sigma = math.sqrt(rate * (1 - rate) / y.size)
+      assert abs((~kept).mean() - rate) < 5 * sigma + 2.0 ** -16
+    # Every call draws a new mask.
+    assert not np.array_equal(dropout(x, training=True).numpy() != 0, kept) or y.size < 200
+    np.testing.assert_array_equal(dropout(x, training=False).numpy(), x.numpy())
+
+
+def test_dropout_masks_follow_the_seed():
+  x = tf.ones((64, 64))
+  a = [layers.Dropout(0.3, seed=7)(x, training=True).numpy() for _ in range(2)]
+  np.testing.assert_array_equal(a[0], a[1])
+  b = layers.Dropout(0.3, seed=8)(x, training=True).numpy()
+  assert not np.array_equal(a[0], b)

@@ -1,4 +1,5 @@
-"""GELU, layer normalisation and dropout as single XLA kernels, with hand-written gradients.
+"""GELU, layer normalisation, the attention softmax and dropout as single XLA
+kernels, with hand-written gradients.
 
 Written as plain TensorFlow ops, the tanh-approximate GELU is about ten
 element-wise passes over the [tokens, intermediate] activations forward and
@@ -23,16 +24,23 @@ def _gelu_tanh(x):
   return tf.tanh(_GELU_C * (x + 0.044715 * x * x * x))
 
 
+# The kernels compute in float32 whatever their input dtype (XLA's CPU code for
+# 16-bit element-wise math is several times slower) and return the input's.
+
+
 @tf.function(jit_compile=True, autograph=False)
 def _gelu_forward(x):
-  return 0.5 * x * (1.0 + _gelu_tanh(x))
+  x32 = tf.cast(x, tf.float32)
+  return tf.cast(0.5 * x32 * (1.0 + _gelu_tanh(x32)), x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _gelu_backward(x, dy):
-  t = _gelu_tanh(x)
-  slope = _GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
-  return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * slope)
+  x32 = tf.cast(x, tf.float32)
+  t = _gelu_tanh(x32)
+  slope = _GELU_C * (1.0 + 3.0 * 0.044715 * x32 * x32)
+  d = tf.cast(dy, tf.float32) * (0.5 * (1.0 + t) + 0.5 * x32 * (1.0 - t * t) * slope)
+  return tf.cast(d, x.dtype)
 
 
 @tf.custom_gradient
@@ -49,28 +57,33 @@ def _moments(x):
 
 @tf.function(jit_compile=True, autograph=False)
 def _layer_norm_forward(x, gamma, beta, epsilon):
-  mean, variance = _moments(x)
+  x32 = tf.cast(x, tf.float32)
+  mean, variance = _moments(x32)
   # The order of tf.nn.batch_normalization, which the original used.
   scale = tf.math.rsqrt(variance + epsilon) * gamma
-  return x * scale + (beta - mean * scale)
+  return tf.cast(x32 * scale + (beta - mean * scale), x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _layer_norm_backward(x, gamma, epsilon, dy):
-  mean, variance = _moments(x)
+  x32 = tf.cast(x, tf.float32)
+  dy = tf.cast(dy, tf.float32)
+  mean, variance = _moments(x32)
   inv_std = tf.math.rsqrt(variance + epsilon)
-  normalized = (x - mean) * inv_std
+  normalized = (x32 - mean) * inv_std
   d_normalized = dy * gamma
   dx = inv_std * (d_normalized
                   - tf.reduce_mean(d_normalized, -1, keepdims=True)
                   - normalized * tf.reduce_mean(d_normalized * normalized, -1, keepdims=True))
   outer_axes = list(range(len(x.shape) - 1))
-  return dx, tf.reduce_sum(dy * normalized, outer_axes), tf.reduce_sum(dy, outer_axes)
+  return (tf.cast(dx, x.dtype), tf.reduce_sum(dy * normalized, outer_axes),
+          tf.reduce_sum(dy, outer_axes))
 
 
 def layer_norm(x, gamma, beta, epsilon):
-  """Normalises the last axis of x, then scales by gamma and shifts by beta."""
-  epsilon = tf.constant(epsilon, x.dtype)
+  """Normalises the last axis of x, then scales by float32 gamma and shifts by
+  beta. Computes in float32 whatever x's dtype, and returns x's dtype."""
+  epsilon = tf.constant(epsilon, tf.float32)
 
   @tf.custom_gradient
   def normalize(x, gamma, beta):
@@ -81,9 +94,42 @@ def layer_norm(x, gamma, beta, epsilon):
   return normalize(x, gamma, beta)
 
 
+def _masked_softmax(scores, mask_adder, scale):
+  return tf.nn.softmax(tf.cast(scores, tf.float32) * scale + mask_adder)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _attention_softmax_forward(scores, mask_adder, scale):
+  return tf.cast(_masked_softmax(scores, mask_adder, scale), scores.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _attention_softmax_backward(scores, mask_adder, scale, dy):
+  # The probabilities are recomputed in float32 from the scores.
+  probs = _masked_softmax(scores, mask_adder, scale)
+  dy = tf.cast(dy, tf.float32)
+  d_logits = probs * (dy - tf.reduce_sum(dy * probs, -1, keepdims=True))
+  return tf.cast(d_logits * scale, scores.dtype)
+
+
+def attention_softmax(scores, mask_adder, scale):
+  """softmax(scores * scale + mask_adder) over the last axis, in float32;
+  returns scores' dtype. `mask_adder` (float32) gets no gradient."""
+  scale = tf.constant(scale, tf.float32)
+  mask_adder = tf.cast(mask_adder, tf.float32)
+
+  @tf.custom_gradient
+  def softmax(scores):
+    def grad(dy):
+      return _attention_softmax_backward(scores, mask_adder, scale, dy)
+    return _attention_softmax_forward(scores, mask_adder, scale), grad
+
+  return softmax(scores)
+
+
 @tf.function(jit_compile=True, autograph=False)
 def _keep_and_scale(x, keep, scale):
-  return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros_like(x))
+  return tf.where(keep, tf.cast(tf.cast(x, tf.float32) * scale, x.dtype), tf.zeros_like(x))
 
 
 # Dropout decisions are made on 16 random bits each: one 32-bit draw of

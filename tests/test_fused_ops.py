@@ -80,3 +80,29 @@ def test_dropout_masks_follow_the_seed():
   np.testing.assert_array_equal(a[0], a[1])
   b = layers.Dropout(0.3, seed=8)(x, training=True).numpy()
   assert not np.array_equal(a[0], b)
+
+
+def test_attention_softmax_and_its_gradient():
+  rng = np.random.RandomState(0)
+  scores = rng.normal(scale=4.0, size=(2, 3, 5, 7)).astype(np.float32)
+  mask = np.ones((2, 7), np.float32)
+  mask[1, 4:] = 0
+  adder = layers.attention_mask_adder(mask).numpy()
+  scale = 1 / math.sqrt(8.0)
+  reference = lambda s: tf.nn.softmax(s * scale + tf.cast(adder, tf.float64))
+  want, (want_ds,), dy = _float64_gradients(reference, scores)
+  got, (got_ds,) = _fused_gradients(lambda s: fused.attention_softmax(s, adder, scale), dy, scores)
+  np.testing.assert_allclose(got, want, atol=1e-6)
+  np.testing.assert_allclose(got_ds, want_ds, atol=1e-5)
+  assert np.all(got[1, :, :, 4:] < 1e-4)  # masked keys get (almost) no weight
+
+
+def test_kernels_keep_a_16_bit_input_dtype_and_compute_in_float32():
+  x = tf.constant(np.random.RandomState(0).normal(size=(4, 32)), tf.bfloat16)
+  gamma, beta = tf.ones([32]), tf.zeros([32])
+  y = fused.layer_norm(x, gamma, beta, 1e-12)
+  assert y.dtype == tf.bfloat16
+  want = fused.layer_norm(tf.cast(x, tf.float32), gamma, beta, 1e-12)
+  np.testing.assert_allclose(tf.cast(y, tf.float32).numpy(), want.numpy(), atol=2e-2)
+  probs = fused.attention_softmax(x[None, None], tf.zeros([1, 1, 1, 32]), 1.0)
+  assert probs.dtype == tf.bfloat16

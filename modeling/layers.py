@@ -198,7 +198,7 @@ class TransformerLayer(keras.layers.Layer):
     """With `positions` [batch, k], only those positions are computed (each
     still attends to all of x): [batch, k, hidden] instead of [batch, seq,
     hidden], for a last layer whose other positions nothing reads."""
-    queries = x if positions is None else tf.gather(x, positions, batch_dims=1)
+    queries = x if positions is None else gather_positions(x, positions)
     attended = self.attention(x, mask_adder, training=training,
                               queries=None if positions is None else queries)
     attended = self.dropout(self.attention_output(attended), training=training)
@@ -227,6 +227,19 @@ class TransformerLayer(keras.layers.Layer):
         prefix + "output/LayerNorm/beta": self.output_layer_norm.beta,
         prefix + "output/LayerNorm/gamma": self.output_layer_norm.gamma,
     }
+
+
+def gather_positions(sequence, positions):
+  """[batch, seq, width] at [batch, k] positions -> [batch, k, width].
+
+  One gather from the flattened [batch * seq, width] tensor, as the original
+  gathered the masked positions.
+  """
+  shape = tf.shape(sequence)
+  width = sequence.shape[-1]
+  flat = tf.reshape(positions + shape[1] * tf.range(shape[0])[:, tf.newaxis], [-1])
+  gathered = tf.gather(tf.reshape(sequence, [-1, width]), flat)
+  return tf.reshape(gathered, [shape[0], -1, width])
 
 
 def attention_mask_adder(input_mask):

@@ -324,7 +324,7 @@ def main():
   peers = [(p[0], p[1]) for p in peers]
   if not args.original_dir:
     peers = [p for p in peers if p[0] != "original"]
-  jobs = [("train", size, 8) for size in args.sizes.split(",")]
+  jobs = [("train", size, 8) for size in args.sizes.split(",") if size]  # --sizes= : none
   if not args.skip_inference:
     jobs += [("infer", "base", 1), ("infer", "base", 32)]
   for mode, size, batch_size in jobs:

@@ -152,22 +152,18 @@ class SelfAttention(keras.layers.Layer):
     self.value = Dense(hidden, hidden, initializer_range=r, name="value")
     self.dropout = Dropout(config.attention_probs_dropout_prob)
 
-  def _project(self, x, denses):
-    """x [batch, length, hidden] through each Dense, as [batch, heads, length,
-    head_size]."""
+  def _heads(self, x, dense):
+    """x [batch, length, hidden] through `dense`, as [batch, heads, length, head_size]."""
     shape = tf.shape(x)
-    flat = tf.reshape(x, [-1, x.shape[-1]])
-    return [tf.transpose(tf.reshape(d(flat), [shape[0], shape[1], self.num_heads, self.head_size]),
-                         [0, 2, 1, 3]) for d in denses]
+    y = dense(tf.reshape(x, [-1, x.shape[-1]]))
+    return tf.transpose(tf.reshape(y, [shape[0], shape[1], self.num_heads, self.head_size]),
+                        [0, 2, 1, 3])
 
   def call(self, x, mask_adder, training=False, queries=None):
     """Attends from `queries` (default: x itself) to every position of x."""
-    if queries is None:
-      queries = x
-      q, k, v = self._project(x, (self.query, self.key, self.value))
-    else:
-      (q,) = self._project(queries, (self.query,))
-      k, v = self._project(x, (self.key, self.value))
+    queries = x if queries is None else queries
+    q = self._heads(queries, self.query)
+    k, v = self._heads(x, self.key), self._heads(x, self.value)
     scores = tf.matmul(q, k, transpose_b=True)  # [batch, heads, queries, keys]
     probs = fused.attention_softmax(scores, mask_adder, 1.0 / math.sqrt(float(self.head_size)))
     probs = self.dropout(probs, training=training)
@@ -199,8 +195,7 @@ class TransformerLayer(keras.layers.Layer):
     still attends to all of x): [batch, k, hidden] instead of [batch, seq,
     hidden], for a last layer whose other positions nothing reads."""
     queries = x if positions is None else gather_positions(x, positions)
-    attended = self.attention(x, mask_adder, training=training,
-                              queries=None if positions is None else queries)
+    attended = self.attention(x, mask_adder, training=training, queries=queries)
     attended = self.dropout(self.attention_output(attended), training=training)
     attended = self.attention_layer_norm(attended + queries)
     hidden = self.output_dense(self.intermediate(attended))

@@ -130,7 +130,13 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
 
 
 class AdamWeightDecay(_DecoupledDecayOptimizer):
-  """The original's AdamWeightDecayOptimizer (no bias correction)."""
+  """The original's AdamWeightDecayOptimizer (no bias correction).
+
+  On one device, clipping and the update of every variable run as one XLA
+  computation (`_clip_and_update`): each variable's gradient, moments and
+  value are read and written once rather than once per element-wise op.
+  Under a multi-replica strategy, `update_step` updates variable by variable.
+  """
 
   def _fused(self):
     strategy = tf.distribute.get_strategy()

@@ -69,8 +69,8 @@ def test_dropout_rate_scale_and_gradient_mask():
     if y.size > 10000:
       sigma = math.sqrt(rate * (1 - rate) / y.size)
       assert abs((~kept).mean() - rate) < 5 * sigma + 2.0 ** -16
-    # Every call draws a new mask.
-    assert not np.array_equal(dropout(x, training=True).numpy() != 0, kept) or y.size < 200
+      # Every call draws a new mask.
+      assert not np.array_equal(dropout(x, training=True).numpy() != 0, kept)
     np.testing.assert_array_equal(dropout(x, training=False).numpy(), x.numpy())
 
 

@@ -15,14 +15,15 @@ import os
 from absl import app
 from absl import flags
 from absl import logging
-import keras
 import tensorflow as tf
 
+from data_prep import cli
 from data_prep import pretraining_dataset
 from data_prep import text_io
+from data_prep.errors import UserError
 import modeling
-from modeling import optimization
 from modeling import pretraining
+from modeling import run_flags
 from modeling import train_loop
 
 FLAGS = flags.FLAGS
@@ -55,32 +56,9 @@ flags.DEFINE_integer("save_checkpoints_steps", 1000,
 flags.DEFINE_integer("iterations_per_loop", 1000,
                      "How many steps to make in each estimator call.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
-flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
-flags.DEFINE_string("tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
-flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
-flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
-flags.DEFINE_integer("num_tpu_cores", 8,
-                     "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+# The original's TPU flags and our additions (strategy, XLA, precision, ...)
+# are shared by every run_*.py: modeling/run_flags.py.
 
-# Additions.
-flags.DEFINE_enum("distribution_strategy", None,
-                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "Default: tpu with --use_tpu, mirrored with several GPUs, "
-                  "else one_device.")
-flags.DEFINE_integer("num_gpus", 0, "GPUs to use (0 = all visible).")
-flags.DEFINE_bool("use_xla", False, "Compile the training step with XLA.")
-flags.DEFINE_enum("mixed_precision", None, ["mixed_bfloat16", "mixed_float16"],
-                  "Compute in 16 bits, keep float32 weights (float16 uses "
-                  "dynamic loss scaling).")
-flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                     "Split each batch into this many micro-batches (same update, "
-                     "less memory).")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw is the original's.")
-flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input shuffling.")
-flags.DEFINE_integer("num_cpu_devices", 1,
-                     "Split the CPU into this many logical devices (to run "
-                     "--distribution_strategy=mirrored on a CPU-only machine).")
 flags.DEFINE_bool("eval_one_pass", False,
                   "Evaluate every record once instead of --max_eval_steps batches "
                   "of a repeated input.")
@@ -89,34 +67,21 @@ flags.DEFINE_bool("eval_one_pass", False,
 def main(_):
   logging.set_verbosity(logging.INFO)
   if not FLAGS.do_train and not FLAGS.do_eval:
-    raise ValueError("At least one of `do_train` or `do_eval` must be True.")
-  # Devices and the strategy first: multi-worker collectives must be set up
-  # before TensorFlow runs anything.
-  train_loop.split_cpu(FLAGS.num_cpu_devices)
-  strategy = train_loop.create_strategy(
-      FLAGS.distribution_strategy, FLAGS.num_gpus, FLAGS.use_tpu, FLAGS.tpu_name,
-      FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.master)
-  logging.info("Strategy %s with %d replicas.", type(strategy).__name__,
-               strategy.num_replicas_in_sync)
+    raise UserError("At least one of `do_train` or `do_eval` must be True.")
+  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
   config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
   if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d of %s." % (
+    raise UserError("--max_seq_length=%d exceeds max_position_embeddings=%d of %s." % (
         FLAGS.max_seq_length, config.max_position_embeddings, FLAGS.bert_config_file))
   input_files = text_io.expand_globs(FLAGS.input_file)
   pretraining_dataset.check_record_shapes(input_files, FLAGS.max_seq_length,
                                           FLAGS.max_predictions_per_seq)
   tf.io.gfile.makedirs(FLAGS.output_dir)
-  keras.utils.set_random_seed(FLAGS.seed)
-  if FLAGS.mixed_precision:
-    keras.mixed_precision.set_global_policy(FLAGS.mixed_precision)
 
   with strategy.scope():
     model = modeling.BertPretrainer(config)
-    optimizer = optimization.create_optimizer(
-        FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
-        optimizer=FLAGS.optimizer)
-    if FLAGS.mixed_precision == "mixed_float16":
-      optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    optimizer = run_flags.create_optimizer(
+        FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps)
 
   step = 0
   if FLAGS.do_train:
@@ -125,20 +90,16 @@ def main(_):
           input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
           per_replica_batch, is_training=True, seed=FLAGS.seed,
           input_context=input_context)
-    result = train_loop.train(
+    result = run_flags.train(
         strategy, model, optimizer, train_dataset, pretraining.PretrainingLoss(),
         FLAGS.output_dir, FLAGS.num_train_steps, FLAGS.train_batch_size,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        iterations_per_loop=FLAGS.iterations_per_loop,
-        init_checkpoint=FLAGS.init_checkpoint,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        use_xla=FLAGS.use_xla)
+        init_checkpoint=FLAGS.init_checkpoint)
     step = result.step
   elif FLAGS.do_eval:
     latest = tf.train.latest_checkpoint(FLAGS.output_dir)
     source = latest or FLAGS.init_checkpoint
     if not source:
-      raise ValueError("--do_eval needs a checkpoint in --output_dir or --init_checkpoint.")
+      raise UserError("--do_eval needs a checkpoint in --output_dir or --init_checkpoint.")
     modeling.load_checkpoint(model, source)
     step = train_loop.latest_checkpoint_step(FLAGS.output_dir) if latest else 0
 
@@ -161,4 +122,4 @@ if __name__ == "__main__":
   flags.mark_flag_as_required("bert_config_file")
   flags.mark_flag_as_required("input_file")
   flags.mark_flag_as_required("output_dir")
-  app.run(main)
+  cli.run(main)

@@ -28,6 +28,7 @@ from absl import flags
 from absl import logging
 import numpy as np
 
+from data_prep import cli
 from data_prep import pretraining_corpus
 from data_prep import pretraining_instances
 from data_prep import pretraining_records
@@ -35,6 +36,7 @@ from data_prep import python_random
 from data_prep import text_io
 from data_prep import tfrecord_io
 from data_prep import tokenization
+from data_prep.errors import UserError
 
 FLAGS = flags.FLAGS
 
@@ -98,37 +100,37 @@ class Options(object):
 
   def validate(self):
     if self.max_seq_length < 5:
-      raise ValueError(
+      raise UserError(
           "--max_seq_length=%d cannot work: an instance needs [CLS] A [SEP] B "
           "[SEP] with at least one token in A and in B (minimum 5)." %
           self.max_seq_length)
     if self.max_predictions_per_seq < 1:
-      raise ValueError("--max_predictions_per_seq must be at least 1, got %d." %
+      raise UserError("--max_predictions_per_seq must be at least 1, got %d." %
                        self.max_predictions_per_seq)
     if not 0.0 < self.masked_lm_prob <= 1.0:
-      raise ValueError("--masked_lm_prob must be in (0, 1], got %r." %
+      raise UserError("--masked_lm_prob must be in (0, 1], got %r." %
                        self.masked_lm_prob)
     if not 0.0 <= self.short_seq_prob <= 1.0:
-      raise ValueError("--short_seq_prob must be in [0, 1], got %r." %
+      raise UserError("--short_seq_prob must be in [0, 1], got %r." %
                        self.short_seq_prob)
     if self.dupe_factor < 1:
-      raise ValueError("--dupe_factor must be at least 1, got %d." %
+      raise UserError("--dupe_factor must be at least 1, got %d." %
                        self.dupe_factor)
 
 
 def check_vocab(tokenizer, vocab_file):
   missing = [t for t in _REQUIRED_TOKENS if t not in tokenizer.vocab]
   if missing:
-    raise ValueError("Vocabulary %s lacks the special token(s) %s." %
+    raise UserError("Vocabulary %s lacks the special token(s) %s." %
                      (vocab_file, ", ".join(missing)))
 
 
 def check_input_files(input_files):
   if not input_files:
-    raise ValueError("--input_file matched no files.")
+    raise UserError("--input_file matched no files.")
   for path in input_files:
     if text_io.file_size(path) == 0:
-      raise ValueError("Input file %s is empty." % path)
+      raise UserError("Input file %s is empty." % path)
 
 
 def derived_seed(random_seed, shard_name):
@@ -146,7 +148,7 @@ def generate(input_files, output_files, tokenizer, options, num_workers=1,
       input_files, tokenizer, num_workers=num_workers,
       on_invalid_utf8=on_invalid_utf8)
   if corpus.num_documents == 0:
-    raise ValueError("No text found in %s." % ", ".join(input_files))
+    raise UserError("No text found in %s." % ", ".join(input_files))
   logging.info("%d documents, %d sentences, %d tokens (%.1fs).",
                corpus.num_documents, corpus.num_sentences, len(corpus.tokens),
                time.time() - start)
@@ -242,7 +244,7 @@ def write_instance_to_example_files(instances, tokenizer, max_seq_length,
     for k, instance in enumerate(instances):
       ids = tokenizer.convert_tokens_to_ids(instance.tokens)
       if len(ids) > max_seq_length:
-        raise ValueError("Instance %d has %d tokens, more than max_seq_length=%d." %
+        raise UserError("Instance %d has %d tokens, more than max_seq_length=%d." %
                          (k, len(ids), max_seq_length))
       pad = max_seq_length - len(ids)
       positions = list(instance.masked_lm_positions)
@@ -286,10 +288,10 @@ def _run_sharded(input_files, tokenizer, options):
   """Sharded mode: every input file on its own, skipping finished shards."""
   names = [os.path.basename(p) for p in input_files]
   if len(set(names)) != len(names):
-    raise ValueError("Sharded mode needs distinct input file names; got "
+    raise UserError("Sharded mode needs distinct input file names; got "
                      "duplicates among %s." % ", ".join(input_files))
   if not 0 <= FLAGS.task_index < FLAGS.num_tasks:
-    raise ValueError("--task_index must be in [0, --num_tasks).")
+    raise UserError("--task_index must be in [0, --num_tasks).")
   text_io.makedirs(FLAGS.output_dir)
   mine = sorted(zip(names, input_files))[FLAGS.task_index::FLAGS.num_tasks]
   for done, (name, path) in enumerate(mine):
@@ -337,4 +339,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flag_as_required("input_file")
   flags.mark_flag_as_required("vocab_file")
-  app.run(main)
+  cli.run(main)

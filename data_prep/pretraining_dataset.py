@@ -13,6 +13,7 @@ full batches can be read (a small file wraps around), as the original did;
 import tensorflow as tf
 
 from data_prep import pretraining_records
+from data_prep.errors import UserError
 
 
 def decode_record(record, name_to_features):
@@ -31,12 +32,12 @@ def check_record_shapes(input_files, max_seq_length, max_predictions_per_seq):
       for name, size in (("input_ids", max_seq_length),
                          ("masked_lm_positions", max_predictions_per_seq)):
         if name not in feature:
-          raise ValueError("%s: records have no feature %r; are these pre-training "
+          raise UserError("%s: records have no feature %r; are these pre-training "
                            "records from create_pretraining_data?" % (path, name))
         found = len(feature[name].int64_list.value)
         if found != size:
           flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
-          raise ValueError(
+          raise UserError(
               "%s: records have %s of length %d but --%s=%d; pass --%s=%d or "
               "regenerate the data." % (path, name, found, flag, size, flag, found))
 

@@ -11,10 +11,12 @@ into an error that names the file and line.
 import glob as _glob
 import os
 
+from data_prep.errors import UserError
+
 _CHUNK_BYTES = 1 << 24
 
 
-class InvalidUtf8Error(ValueError):
+class InvalidUtf8Error(UserError):
   """A line of an input file is not valid UTF-8."""
 
 

@@ -93,6 +93,15 @@ class RecordFileWriter(object):
     size = frame_records(data, offsets, _TABLE, out)
     self._file.write(out[:size].tobytes())
 
+  def write_records(self, records):
+    """Writes a list of serialised records (bytes)."""
+    if not records:
+      return
+    lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
+    offsets = np.zeros(len(records) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    self.write_batch(np.frombuffer(b"".join(records), np.uint8), offsets)
+
   def commit(self):
     self._file.close()
     if is_remote(self.path):

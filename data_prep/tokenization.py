@@ -22,6 +22,7 @@ import unicodedata
 import numpy as np
 
 from data_prep import text_io
+from data_prep.errors import UserError
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
@@ -55,7 +56,7 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     flag, kind, wanted = "True", "cased", "False"
   else:
     return
-  raise ValueError(
+  raise UserError(
       "You passed in `--do_lower_case=%s` with `--init_checkpoint=%s`. "
       "However, `%s` seems to be a %s model, so you should pass in "
       "`--do_lower_case=%s` so that the fine-tuning matches how the model was "

@@ -17,11 +17,13 @@ released checkpoints needs.
 import keras
 import tensorflow as tf
 
+from data_prep.errors import UserError
+
 from modeling import heads
 from modeling import layers
 
 
-class InvalidInputError(ValueError):
+class InvalidInputError(UserError):
   """Ids or lengths outside what the model was configured for."""
 
 

@@ -14,13 +14,15 @@ import logging
 import numpy as np
 import tensorflow as tf
 
+from data_prep.errors import UserError
+
 # Names the original's training also wrote that are not model weights.
 _TRAINING_STATE_SUFFIXES = ("/adam_m", "/adam_v")
 _TRAINING_STATE_NAMES = ("global_step",)
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(UserError):
   """A checkpoint tensor does not fit the model's variable."""
 
 

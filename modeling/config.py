@@ -3,6 +3,8 @@
 import copy
 import json
 
+from data_prep.errors import UserError
+
 _ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
 # name -> (default, accepted types); vocab_size has no default.
@@ -50,10 +52,10 @@ class BertConfig(object):
   @classmethod
   def from_dict(cls, json_object, source="config"):
     if not isinstance(json_object, dict):
-      raise ValueError("%s: expected a JSON object, got %s." %
+      raise UserError("%s: expected a JSON object, got %s." %
                        (source, type(json_object).__name__))
     if "vocab_size" not in json_object:
-      raise ValueError("%s: missing field 'vocab_size'." % source)
+      raise UserError("%s: missing field 'vocab_size'." % source)
     config = cls(vocab_size=None)
     for key, value in json_object.items():
       config.__dict__[key] = value
@@ -68,7 +70,7 @@ class BertConfig(object):
     try:
       data = json.loads(text)
     except ValueError as e:
-      raise ValueError("%s: not valid JSON (%s)." % (json_file, e)) from None
+      raise UserError("%s: not valid JSON (%s)." % (json_file, e)) from None
     return cls.from_dict(data, source=json_file)
 
   def to_dict(self):
@@ -82,23 +84,23 @@ class BertConfig(object):
     for name, (_, types) in _FIELDS.items():
       value = getattr(self, name)
       if isinstance(value, bool) or not isinstance(value, types):
-        raise ValueError("%s: field '%s' must be %s, got %r." % (
+        raise UserError("%s: field '%s' must be %s, got %r." % (
             source, name, " or ".join(t.__name__ for t in types), value))
     for name in ("vocab_size", "hidden_size", "num_hidden_layers",
                  "num_attention_heads", "intermediate_size",
                  "max_position_embeddings", "type_vocab_size"):
       if getattr(self, name) < 1:
-        raise ValueError("%s: field '%s' must be positive, got %r." %
+        raise UserError("%s: field '%s' must be positive, got %r." %
                          (source, name, getattr(self, name)))
     for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
       if not 0.0 <= getattr(self, name) < 1.0:
-        raise ValueError("%s: field '%s' must be in [0, 1), got %r." %
+        raise UserError("%s: field '%s' must be in [0, 1), got %r." %
                          (source, name, getattr(self, name)))
     if self.hidden_size % self.num_attention_heads:
-      raise ValueError(
+      raise UserError(
           "%s: field 'hidden_size' (%d) is not a multiple of field "
           "'num_attention_heads' (%d)." % (source, self.hidden_size,
                                            self.num_attention_heads))
     if self.hidden_act.lower() not in _ACTIVATIONS:
-      raise ValueError("%s: field 'hidden_act' is %r; supported: %s." % (
+      raise UserError("%s: field 'hidden_act' is %r; supported: %s." % (
           source, self.hidden_act, ", ".join(_ACTIVATIONS)))

@@ -21,6 +21,8 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from data_prep import cli
+from data_prep.errors import UserError
 from modeling import bert_model
 from modeling import checkpoints
 from modeling.config import BertConfig
@@ -41,7 +43,7 @@ def convert(config, input_checkpoint, output_checkpoint, output_format):
   model = bert_model.BertWithHeads(config, **found)
   report = checkpoints.load_checkpoint(model, prefix)
   if isinstance(report, checkpoints.LoadReport) and report.missing:
-    raise ValueError("Checkpoint %s lacks %s." % (prefix, ", ".join(report.missing)))
+    raise UserError("Checkpoint %s lacks %s." % (prefix, ", ".join(report.missing)))
   if output_format == "original":
     return checkpoints.save_original_checkpoint(model, output_checkpoint)
   return checkpoints.save_checkpoint(model, output_checkpoint)
@@ -59,4 +61,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["bert_config_file", "input_checkpoint",
                                 "output_checkpoint"])
-  app.run(main)
+  cli.run(main)

@@ -13,11 +13,35 @@ instead of keeping them, which also saves memory. The values are the
 original's formulas; they differ from the unfused ops only by float rounding.
 """
 
+import contextlib
 import math
+import threading
 
 import tensorflow as tf
 
 _GELU_C = math.sqrt(2.0 / math.pi)
+
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def plain_ops():
+  """Within this block, functions traced use the same formulas as plain
+  TensorFlow ops, with no XLA kernel.
+
+  For exports: stock TF Serving runs XLA-compiled functions only behind an
+  experimental flag, so a SavedModel must not contain them.
+  """
+  previous = getattr(_state, "plain", False)
+  _state.plain = True
+  try:
+    yield
+  finally:
+    _state.plain = previous
+
+
+def _use_plain_ops():
+  return getattr(_state, "plain", False)
 
 
 def _gelu_tanh(x):
@@ -46,6 +70,8 @@ def _gelu_backward(x, dy):
 @tf.custom_gradient
 def gelu(x):
   """x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))), the original's GELU."""
+  if _use_plain_ops():
+    return _gelu_forward.python_function(x), lambda dy: _gelu_backward.python_function(x, dy)
   return _gelu_forward(x), lambda dy: _gelu_backward(x, dy)
 
 
@@ -84,6 +110,8 @@ def layer_norm(x, gamma, beta, epsilon):
   """Normalises the last axis of x, then scales by float32 gamma and shifts by
   beta. Computes in float32 whatever x's dtype, and returns x's dtype."""
   epsilon = tf.constant(epsilon, tf.float32)
+  if _use_plain_ops():
+    return _layer_norm_forward.python_function(x, gamma, beta, epsilon)
 
   @tf.custom_gradient
   def normalize(x, gamma, beta):
@@ -117,6 +145,8 @@ def attention_softmax(scores, mask_adder, scale):
   returns scores' dtype. `mask_adder` (float32) gets no gradient."""
   scale = tf.constant(scale, tf.float32)
   mask_adder = tf.cast(mask_adder, tf.float32)
+  if _use_plain_ops():
+    return _attention_softmax_forward.python_function(scores, mask_adder, scale)
 
   @tf.custom_gradient
   def softmax(scores):
@@ -162,6 +192,8 @@ def dropout(x, rate, seed):
     halves = halves[:count]
   keep = tf.reshape(halves >= dropout_threshold(rate), tf.shape(x))
   scale = tf.constant(1.0 / (1.0 - rate), tf.float32)
+  if _use_plain_ops():
+    return _keep_and_scale.python_function(x, keep, scale)
 
   @tf.custom_gradient
   def apply(x):

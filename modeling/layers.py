@@ -132,7 +132,11 @@ class Embeddings(keras.layers.Layer):
   def call(self, input_ids, segment_ids, training=False):
     seq_length = tf.shape(input_ids)[1]
     output = tf.gather(tf.convert_to_tensor(self.word_embeddings), input_ids)
-    output += tf.gather(tf.convert_to_tensor(self.token_type_embeddings), segment_ids)
+    # Token types by a one-hot product, as the original: the table's gradient
+    # is then dense, and the optimizer's clipping sees it as the original's
+    # did (only the word embeddings have a per-lookup, sliced gradient).
+    types = tf.one_hot(segment_ids, self.config.type_vocab_size, dtype=tf.float32)
+    output += tf.einsum("bst,th->bsh", types, tf.convert_to_tensor(self.token_type_embeddings))
     output += tf.convert_to_tensor(self.position_embeddings)[tf.newaxis, :seq_length, :]
     output = self.layer_norm(output)
     return self.dropout(output, training=training)

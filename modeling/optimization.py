@@ -71,25 +71,65 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
     self._variable_names = dict(variable_names or {})
 
   _grads_reduced = False
+  _slice_squares = None  # Per variable path, while apply() runs.
+  _clip_variables = None
 
   def apply(self, grads, trainable_variables=None):
-    # The original clipped dense gradients. An IndexedSlices gradient (from an
-    # embedding lookup) with repeated rows would count each repeat separately
-    # in the global norm, so sum the repeats first.
-    grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
-             for g in grads]
+    # An embedding table used only through a lookup gets an IndexedSlices
+    # gradient: one slice per looked-up position, a row looked up k times
+    # having k slices. The original's tf.clip_by_global_norm counted such a
+    # gradient by its slices (the sum of their squares, not the square of
+    # their sum), which changes the clipping of every fine-tuning step; the
+    # update itself uses the summed (dense) gradient. Both are kept here.
+    # (Where the table also feeds the masked-LM output, as in pre-training,
+    # the gradient is dense and the two agree.)
+    variables = list(trainable_variables if trainable_variables is not None
+                     else self._trainable_variables)
+    grads = list(grads)
+    squares = {}
+    for i, g in enumerate(grads):
+      if isinstance(g, tf.IndexedSlices):
+        squares[variables[i].path] = tf.reduce_sum(tf.square(tf.cast(g.values, tf.float32)))
+        grads[i] = tf.convert_to_tensor(g)
     context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-      return super().apply(grads, trainable_variables)
-    # Across replicas, Keras would clip each replica's partial gradient and
-    # sum afterwards; clip the summed (global) gradient instead, as one
-    # device with the whole batch would.
-    grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    self._grads_reduced = True
+    multi_replica = context is not None and context.num_replicas_in_sync > 1
+    if multi_replica:
+      # Across replicas, Keras would clip each replica's partial gradient and
+      # sum afterwards; clip the summed (global) gradient instead, as one
+      # device with the whole batch would (whose slices are all replicas').
+      grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+      if squares:
+        keys = sorted(squares)
+        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [squares[k] for k in keys])
+        squares = dict(zip(keys, summed))
+    self._grads_reduced = multi_replica
+    self._slice_squares = squares
     try:
-      return super().apply(grads, trainable_variables)
+      return super().apply(grads, variables)
     finally:
       self._grads_reduced = False
+      self._slice_squares = None
+
+  def _backend_apply_gradients(self, grads, trainable_variables):
+    self._clip_variables = list(trainable_variables)
+    try:
+      return super()._backend_apply_gradients(grads, trainable_variables)
+    finally:
+      self._clip_variables = None
+
+  def _squared_norms(self, grads, variables):
+    """Each gradient's contribution to the global norm, as the original's."""
+    squares = self._slice_squares or {}
+    return [squares.get(v.path) if v.path in squares
+            else tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
+            for g, v in zip(grads, variables)]
+
+  def _clip_gradients(self, grads):
+    if not self.global_clipnorm or self._clip_variables is None:
+      return super()._clip_gradients(grads)
+    scale = clip_scale(self._squared_norms(grads, self._clip_variables),
+                       float(self.global_clipnorm))
+    return [g * tf.cast(scale, g.dtype) for g in grads]
 
   def _all_reduce_sum_gradients(self, grads_and_vars):
     if self._grads_reduced:
@@ -147,6 +187,12 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
     # The fused update clips inside its single pass.
     return grads if self._fused() else super()._clip_gradients(grads)
 
+  def _backend_apply_gradients(self, grads, trainable_variables):
+    if self._fused():  # The slice norms go in with the gradients.
+      squares = self._slice_squares or {}
+      self._fused_squares = [squares.get(v.path) for v in trainable_variables]
+    return super()._backend_apply_gradients(grads, trainable_variables)
+
   def _backend_update_step(self, grads, trainable_variables, learning_rate):
     if not self._fused():
       return super()._backend_update_step(grads, trainable_variables, learning_rate)
@@ -154,16 +200,19 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
       self._fused_update = tf.function(self._clip_and_update, jit_compile=True,
                                        autograph=False)
     indices = [self._get_variable_index(v) for v in trainable_variables]
-    self._fused_update(list(grads), tf.cast(learning_rate, tf.float32), indices)
+    squares = getattr(self, "_fused_squares", None) or [None] * len(indices)
+    slice_squares = [s for s in squares if s is not None]
+    is_slice = [s is not None for s in squares]
+    self._fused_update(list(grads), tf.cast(learning_rate, tf.float32), indices,
+                       slice_squares, is_slice)
 
-  def _clip_and_update(self, grads, learning_rate, indices):
+  def _clip_and_update(self, grads, learning_rate, indices, slice_squares, is_slice):
     grads = [tf.cast(g, tf.float32) for g in grads]
     if self.global_clipnorm:
-      # keras.optimizers' clip_by_global_norm, whose result equals the
-      # original's tf.clip_by_global_norm (NaN everywhere if the norm is not finite).
-      norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))
-      clip = float(self.global_clipnorm)
-      scale = clip * tf.minimum(1.0 / norm, 1.0 / clip) + (norm - norm)
+      given = iter(slice_squares)
+      squares = [next(given) if sliced else tf.reduce_sum(tf.square(g))
+                 for g, sliced in zip(grads, is_slice)]
+      scale = clip_scale(squares, float(self.global_clipnorm))
       grads = [g * scale for g in grads]
     for gradient, index in zip(grads, indices):
       variable = self._trainable_variables[index]
@@ -215,6 +264,13 @@ class Lamb(_DecoupledDecayOptimizer):
     u_norm = tf.norm(update)
     ratio = tf.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
     self.assign_sub(variable, tf.cast(learning_rate, variable.dtype) * ratio * update)
+
+
+def clip_scale(squared_norms, clip_norm):
+  """The factor tf.clip_by_global_norm scales gradients by, given each one's
+  squared norm: clip / max(norm, clip), NaN if the norm is not finite."""
+  norm = tf.sqrt(tf.add_n(squared_norms))
+  return clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm) + (norm - norm)
 
 
 def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",

@@ -22,10 +22,11 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from data_prep.errors import UserError
 from modeling import checkpoints
 
 
-class NonFiniteLossError(FloatingPointError):
+class NonFiniteLossError(UserError, FloatingPointError):
   """The training loss became NaN or infinite."""
 
 
@@ -70,11 +71,11 @@ def create_strategy(name=None, num_gpus=0, use_tpu=False, tpu_name=None,
       tf.config.experimental_connect_to_cluster(resolver)
       tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
-      raise RuntimeError(
+      raise UserError(
           "No TPU could be reached (--tpu_name=%r, --tpu_zone=%r, --gcp_project=%r): "
           "%s" % (tpu_name, tpu_zone, gcp_project, e)) from None
     return tf.distribute.TPUStrategy(resolver)
-  raise ValueError("Unknown --distribution_strategy %r." % name)
+  raise UserError("Unknown --distribution_strategy %r." % name)
 
 
 def _is_chief(strategy):
@@ -115,6 +116,15 @@ def split_micro_batches(features, count):
   return [{k: parts[k][i] for k in features} for i in range(count)]
 
 
+def add_gradients(a, b):
+  """a + b; two IndexedSlices stay slices (all of them, as one batch would
+  have them), which the optimizer's clipping counts as the original did."""
+  if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
+    return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
+                            tf.concat([a.indices, b.indices], 0), a.dense_shape)
+  return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
+
+
 class TrainResult(object):
 
   def __init__(self, step, loss, examples_per_second):
@@ -138,7 +148,7 @@ def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
   """
   num_replicas = strategy.num_replicas_in_sync
   if global_batch_size % (num_replicas * gradient_accumulation_steps):
-    raise ValueError(
+    raise UserError(
         "The batch size %d must be divisible by replicas (%d) x "
         "gradient_accumulation_steps (%d)." %
         (global_batch_size, num_replicas, gradient_accumulation_steps))
@@ -181,8 +191,9 @@ def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
       with tf.GradientTape() as tape:
         micro_loss = loss_fn(model, micro, totals)
         scaled = optimizer.scale_loss(micro_loss)  # Loss scaling under float16.
-      micro_grads = [tf.convert_to_tensor(g) for g in tape.gradient(scaled, variables)]
-      grads = micro_grads if grads is None else [a + b for a, b in zip(grads, micro_grads)]
+      micro_grads = tape.gradient(scaled, variables)
+      grads = micro_grads if grads is None else [
+          add_gradients(a, b) for a, b in zip(grads, micro_grads)]
       loss += micro_loss
     optimizer.apply_gradients(zip(grads, variables))
     return loss
@@ -230,6 +241,19 @@ def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
   if ckpt_dir != output_dir:
     shutil.rmtree(ckpt_dir, ignore_errors=True)
   return TrainResult(step, loss, rate)
+
+
+def load_for_inference(model, output_dir, init_checkpoint=None):
+  """Loads the latest checkpoint of `output_dir`, else `init_checkpoint`
+  (else the model keeps its initialisation); returns the global step, which
+  is 0 unless the weights come from a training run in `output_dir`."""
+  latest = tf.train.latest_checkpoint(output_dir)
+  if latest:
+    checkpoints.load_checkpoint(model, latest)
+    return latest_checkpoint_step(output_dir)
+  if init_checkpoint:
+    checkpoints.load_checkpoint(model, init_checkpoint)
+  return 0
 
 
 def latest_checkpoint_step(output_dir):

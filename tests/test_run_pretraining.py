@@ -215,7 +215,7 @@ def test_bad_inputs_fail_before_training(tmp_path):
   assert result.returncode != 0 and "No file matches" in result.stderr
   result = _run(_train_args(config, tmp_path / "c", 2, [
       "--init_checkpoint=" + data_file("modeling_reference/model.ckpt")]))
-  assert result.returncode != 0 and "CheckpointMismatchError" in result.stderr
+  assert result.returncode != 0 and "has shape" in result.stderr
   assert not list((tmp_path / "c").glob("ckpt-*"))
   result = _run(["--input_file=" + RECORDS, "--output_dir=" + str(tmp_path / "d"),
                  "--bert_config_file=" + config])

@@ -29,8 +29,10 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from data_prep import cli
 from data_prep import text_io
 from data_prep import tokenization
+from data_prep.errors import UserError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Text file(s): comma-separated globs.")
@@ -142,7 +144,7 @@ def main(_):
                          len(reserved))
   counts = count_words(input_files, FLAGS.do_lower_case)
   if not counts:
-    raise ValueError("No words found in %s." % FLAGS.input_file)
+    raise UserError("No words found in %s." % FLAGS.input_file)
   start = time.time()
   if FLAGS.algorithm == "wordpiece":
     tokens = learn_wordpiece(counts, FLAGS.vocab_size, reserved,
@@ -158,4 +160,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flag_as_required("input_file")
   flags.mark_flag_as_required("output_file")
-  app.run(main)
+  cli.run(main)

@@ -1,0 +1,82 @@
+"""The flags every run_*.py shares, defined once, and what they set up.
+
+Importing this module defines the original's TPU flags (`use_tpu`,
+`tpu_name`, `tpu_zone`, `gcp_project`, `master`, `num_tpu_cores`, with the
+original's defaults) and our additions: the distribution strategy, GPUs,
+XLA, mixed precision, gradient accumulation, the optimizer and the seed.
+Each script defines its own task flags, as the original scripts did.
+"""
+
+from absl import flags
+from absl import logging
+import keras
+
+from modeling import optimization
+from modeling import train_loop
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
+flags.DEFINE_string("tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
+flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
+flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
+flags.DEFINE_integer("num_tpu_cores", 8,
+                     "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+
+flags.DEFINE_enum("distribution_strategy", None,
+                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                  "Default: tpu with --use_tpu, mirrored with several GPUs, "
+                  "else one_device.")
+flags.DEFINE_integer("num_gpus", 0, "GPUs to use (0 = all visible).")
+flags.DEFINE_bool("use_xla", False, "Compile the training step with XLA.")
+flags.DEFINE_enum("mixed_precision", None, ["mixed_bfloat16", "mixed_float16"],
+                  "Compute in 16 bits, keep float32 weights (float16 uses "
+                  "dynamic loss scaling).")
+flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                     "Split each batch into this many micro-batches (same update, "
+                     "less memory).")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw is the original's.")
+flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input shuffling.")
+flags.DEFINE_integer("num_cpu_devices", 1,
+                     "Split the CPU into this many logical devices (to run "
+                     "--distribution_strategy=mirrored on a CPU-only machine).")
+
+
+def create_strategy():
+  """The strategy the flags ask for, with the seed and precision policy set.
+
+  Call before TensorFlow runs anything: multi-worker collectives and logical
+  devices must be set up first.
+  """
+  train_loop.split_cpu(FLAGS.num_cpu_devices)
+  strategy = train_loop.create_strategy(
+      FLAGS.distribution_strategy, FLAGS.num_gpus, FLAGS.use_tpu, FLAGS.tpu_name,
+      FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.master)
+  logging.info("Strategy %s with %d replicas.", type(strategy).__name__,
+               strategy.num_replicas_in_sync)
+  keras.utils.set_random_seed(FLAGS.seed)
+  if FLAGS.mixed_precision:
+    keras.mixed_precision.set_global_policy(FLAGS.mixed_precision)
+  return strategy
+
+
+def create_optimizer(learning_rate, num_train_steps, num_warmup_steps):
+  """The optimizer of --optimizer with the original's schedule (call under
+  the strategy's scope); loss-scaled under mixed_float16."""
+  optimizer = optimization.create_optimizer(
+      learning_rate, num_train_steps, num_warmup_steps, optimizer=FLAGS.optimizer)
+  if FLAGS.mixed_precision == "mixed_float16":
+    optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+  return optimizer
+
+
+def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir, num_train_steps,
+          train_batch_size, init_checkpoint=None):
+  """train_loop.train with the shared flags."""
+  return train_loop.train(
+      strategy, model, optimizer, dataset_fn, loss_fn, output_dir, num_train_steps,
+      train_batch_size, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+      iterations_per_loop=FLAGS.iterations_per_loop, init_checkpoint=init_checkpoint,
+      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+      use_xla=FLAGS.use_xla)

@@ -1,0 +1,209 @@
+"""Fine-tunes BERT on a sentence(-pair) classification task, as the original.
+
+  python run_classifier.py --task_name=MRPC --do_train --do_eval \\
+    --data_dir=glue_data/MRPC --vocab_file=uncased_L-12_H-768_A-12/vocab.txt \\
+    --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \\
+    --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \\
+    --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \\
+    --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output/
+
+Writes what the original writes (train/eval/predict.tf_record,
+eval_results.txt, test_results.tsv) plus the task's GLUE metric and a GLUE
+submission file; `--export_dir` adds a SavedModel for TF Serving that takes
+raw text. Re-running the same command resumes training from the last
+checkpoint in --output_dir.
+"""
+
+import os
+import sys
+
+if __package__ in (None, ""):  # Run as a file path: make the repo importable.
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from data_prep import classifier_data
+from data_prep import cli
+from data_prep import tokenization
+from data_prep.errors import UserError
+import modeling
+from modeling import classification
+from modeling import pretraining
+from modeling import run_flags
+from modeling import train_loop
+
+FLAGS = flags.FLAGS
+
+# The original's flags, names and defaults unchanged (the TPU flags are in
+# modeling/run_flags.py, shared with the other scripts).
+flags.DEFINE_string("data_dir", None,
+                    "The input data dir. Should contain the .tsv files (or other data "
+                    "files) for the task; `tfds` reads the task from "
+                    "tensorflow-datasets instead.")
+flags.DEFINE_string("bert_config_file", None,
+                    "The config json file corresponding to the pre-trained BERT model. "
+                    "This specifies the model architecture.")
+flags.DEFINE_string("task_name", None, "The name of the task to train.")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_string("output_dir", None,
+                    "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial checkpoint (usually from a pre-trained BERT model).")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for uncased "
+                  "models and False for cased models.")
+flags.DEFINE_integer("max_seq_length", 128,
+                     "The maximum total input sequence length after WordPiece "
+                     "tokenization. Sequences longer than this will be truncated, and "
+                     "sequences shorter than this will be padded.")
+flags.DEFINE_bool("do_train", False, "Whether to run training.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+flags.DEFINE_bool("do_predict", False,
+                  "Whether to run the model in inference mode on the test set.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+flags.DEFINE_float("warmup_proportion", 0.1,
+                   "Proportion of training to perform linear learning rate warmup for. "
+                   "E.g., 0.1 = 10% of training.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000,
+                     "How often to save the model checkpoint.")
+flags.DEFINE_integer("iterations_per_loop", 1000,
+                     "How many steps to make in each estimator call.")
+
+# Additions.
+flags.DEFINE_string("export_dir", None,
+                    "Write a SavedModel for TF Serving here (raw text in, "
+                    "probabilities out) after training.")
+flags.DEFINE_string("xnli_language", "zh", "The XNLI language to train and evaluate on.")
+
+
+def _write_records(examples, label_list, tokenizer, name):
+  path = os.path.join(FLAGS.output_dir, name)
+  classifier_data.file_based_convert_examples_to_features(
+      examples, label_list, FLAGS.max_seq_length, tokenizer, path)
+  return path
+
+
+def _label_ids(examples, label_list, is_regression):
+  if is_regression:
+    return [float(e.label) for e in examples]
+  label_map = classifier_data.label_map_of(label_list)
+  return [label_map[e.label] for e in examples]
+
+
+def _run_inference(strategy, model, examples, label_list, tokenizer, is_regression,
+                   record_name, batch_size):
+  """Writes the records, runs the model over full batches; returns its outputs."""
+  if batch_size % strategy.num_replicas_in_sync:
+    raise UserError("The batch size %d must be divisible by the %d replicas." %
+                    (batch_size, strategy.num_replicas_in_sync))
+  path = _write_records(examples, label_list, tokenizer, record_name)
+  padding = -len(examples) % batch_size
+  logging.info("  Num examples = %d (%d actual, %d padding)", len(examples) + padding,
+               len(examples), padding)
+  logging.info("  Batch size = %d", batch_size)
+  records = classifier_data.read_records(path, FLAGS.max_seq_length, is_regression)
+  dataset = classification.padded_batches(records, len(examples), batch_size)
+  return classification.run_model(strategy, model, dataset, is_regression)
+
+
+def main(_):
+  logging.set_verbosity(logging.INFO)
+  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+  if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
+    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
+  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise UserError(
+        "Cannot use sequence length %d because the BERT model was only trained up "
+        "to sequence length %d (--max_seq_length, %s)." %
+        (FLAGS.max_seq_length, config.max_position_embeddings, FLAGS.bert_config_file))
+  processor = classifier_data.processor_for(FLAGS.task_name, FLAGS.data_dir,
+                                            FLAGS.xnli_language)
+  label_list = processor.get_labels()
+  is_regression = processor.is_regression
+  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  with strategy.scope():
+    model = modeling.BertClassifier(config, num_labels=1 if is_regression else len(label_list))
+
+  if FLAGS.do_train:
+    train_examples = classifier_data.check_examples(
+        processor.get_train_examples(FLAGS.data_dir), "The training data")
+    num_train_steps = int(len(train_examples) / FLAGS.train_batch_size *
+                          FLAGS.num_train_epochs)
+    num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
+    train_file = _write_records(train_examples, label_list, tokenizer, "train.tf_record")
+    logging.info("***** Running training *****")
+    logging.info("  Num examples = %d", len(train_examples))
+    logging.info("  Batch size = %d", FLAGS.train_batch_size)
+    logging.info("  Num steps = %d", num_train_steps)
+    with strategy.scope():
+      optimizer = run_flags.create_optimizer(FLAGS.learning_rate, num_train_steps,
+                                             num_warmup_steps)
+
+    def train_dataset(per_replica_batch, input_context):
+      return classifier_data.file_based_dataset(
+          train_file, FLAGS.max_seq_length, per_replica_batch, is_training=True,
+          drop_remainder=True, is_regression=is_regression, seed=FLAGS.seed,
+          input_context=input_context)
+    result = run_flags.train(
+        strategy, model, optimizer, train_dataset,
+        classification.ClassifierLoss(is_regression), FLAGS.output_dir, num_train_steps,
+        FLAGS.train_batch_size, init_checkpoint=FLAGS.init_checkpoint)
+    step = result.step
+  else:
+    step = train_loop.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+
+  if FLAGS.do_eval:
+    eval_examples = classifier_data.check_examples(
+        processor.get_dev_examples(FLAGS.data_dir), "The dev data")
+    logging.info("***** Running evaluation *****")
+    outputs = _run_inference(strategy, model, eval_examples, label_list, tokenizer,
+                             is_regression, "eval.tf_record", FLAGS.eval_batch_size)
+    results = classification.eval_metrics(
+        outputs, _label_ids(eval_examples, label_list, is_regression),
+        FLAGS.eval_batch_size, FLAGS.task_name, is_regression)
+    results["global_step"] = step
+    pretraining.write_eval_results(os.path.join(FLAGS.output_dir, "eval_results.txt"),
+                                   results)
+    logging.info("***** Eval results *****")
+    for key in sorted(results):
+      logging.info("  %s = %s", key, str(results[key]))
+
+  if FLAGS.do_predict:
+    predict_examples = classifier_data.check_examples(
+        processor.get_test_examples(FLAGS.data_dir), "The test data")
+    logging.info("***** Running prediction *****")
+    logits, _, is_real = _run_inference(
+        strategy, model, predict_examples, label_list, tokenizer, is_regression,
+        "predict.tf_record", FLAGS.predict_batch_size)
+    logits = logits[is_real > 0]
+    values = logits if is_regression else classification.softmax(logits)
+    classification.write_test_results(
+        os.path.join(FLAGS.output_dir, "test_results.tsv"), values)
+    if processor.submission_name:
+      path = os.path.join(FLAGS.output_dir, processor.submission_name + ".tsv")
+      classification.write_glue_submission(path, predict_examples, values, label_list,
+                                           is_regression)
+      logging.info("GLUE submission file: %s", path)
+
+  if FLAGS.export_dir:
+    from modeling import export  # Imports tensorflow-text, needed only here.
+    export.export_classifier(model, FLAGS.export_dir, FLAGS.vocab_file,
+                             FLAGS.do_lower_case, FLAGS.max_seq_length, label_list,
+                             is_regression, sentence_pair=not processor.single_sentence)
+    logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
+
+
+if __name__ == "__main__":
+  for name in ("data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir"):
+    flags.mark_flag_as_required(name)
+  cli.run(main)

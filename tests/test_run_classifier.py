@@ -1,0 +1,201 @@
+"""run_classifier.py against outputs of the original run_classifier.py.
+
+tests/data/classifier_reference/README.md says how each reference was made.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT, SHARED_DATA, data_file, shared_path
+from data_prep import classifier_data
+from data_prep import tokenization
+import modeling
+from modeling import classification
+from modeling import optimization
+
+REF = "classifier_reference/"
+CONFIG = data_file("eval_reference/bert_config.json")
+UNCASED = "vocab/bert_uncased_vocab.txt"
+NUM_LABELS = {"mrpc": 2, "cola": 2, "mnli": 3}
+
+
+def task_checkpoint(directory, task):
+  """The reference's init_checkpoint: the eval_reference encoder plus the
+  task's classifier from heads.npz, under the original's names."""
+  prefix = os.path.join(str(directory), "%s_init" % task, "model.ckpt")
+  if os.path.exists(prefix + ".index"):
+    return prefix
+  reader = tf.train.load_checkpoint(data_file("eval_reference/model.ckpt"))
+  tensors = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
+             if n.startswith("bert/")}
+  heads = np.load(data_file(REF + "heads.npz"))
+  tensors["output_weights"] = heads[task + "/output_weights"]
+  tensors["output_bias"] = heads[task + "/output_bias"]
+  os.makedirs(os.path.dirname(prefix), exist_ok=True)
+  names = sorted(tensors)
+  tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                    tensors=[tf.constant(tensors[n]) for n in names])
+  return prefix
+
+
+def run_classifier(args, timeout=600):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  return subprocess.run([sys.executable, "run_classifier.py"] + args, cwd=REPO_ROOT,
+                        capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _parse_results(path):
+  with open(path) as f:
+    lines = f.read().splitlines()
+  assert lines == sorted(lines)
+  return dict(line.split(" = ") for line in lines)
+
+
+def _features_digest(path):
+  """sha256 of the records' features as JSON (see the reference README)."""
+  rows = []
+  for raw in tf.data.TFRecordDataset(path):
+    example = tf.train.Example.FromString(raw.numpy())
+    rows.append({k: list(v.int64_list.value) for k, v in example.features.feature.items()})
+  return hashlib.sha256(json.dumps(rows, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+REFERENCE_RUNS = {  # reference dir -> (task, max_seq_length, batch size)
+    "MRPC": ("mrpc", 128, 8),
+    "CoLA": ("cola", 128, 8),
+    "MNLI": ("mnli", 128, 8),
+    "MRPC_seq32": ("mrpc", 32, 8),
+    "MRPC_batch7": ("mrpc", 128, 7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_RUNS))
+def test_eval_and_predict_reproduce_the_original(tmp_path, name):
+  task, max_seq_length, batch_size = REFERENCE_RUNS[name]
+  with open(data_file(REF + name + "/records.json")) as f:
+    reference = json.load(f)
+  output_dir = tmp_path / "out"
+  result = run_classifier([
+      "--task_name=" + task, "--do_eval", "--do_predict",
+      "--data_dir=" + shared_path(reference["data_dir"]),
+      "--vocab_file=" + shared_path(UNCASED), "--bert_config_file=" + CONFIG,
+      "--init_checkpoint=" + task_checkpoint(tmp_path, task),
+      "--max_seq_length=%d" % max_seq_length, "--eval_batch_size=%d" % batch_size,
+      "--predict_batch_size=%d" % batch_size, "--output_dir=%s" % output_dir])
+  assert result.returncode == 0, result.stderr[-3000:]
+
+  ours = _parse_results(output_dir / "eval_results.txt")
+  theirs = _parse_results(data_file(REF + name + "/eval_results.txt"))
+  extra = {"mrpc": {"eval_f1"}, "cola": {"eval_mcc"}, "mnli": set()}[task]
+  assert set(ours) == set(theirs) | extra
+  assert ours["global_step"] == theirs["global_step"] == "0"
+  for key in ("eval_accuracy", "eval_loss", "loss"):
+    assert abs(float(ours[key]) - float(theirs[key])) <= 1e-5, (key, ours[key], theirs[key])
+
+  got = np.loadtxt(output_dir / "test_results.tsv", delimiter="\t", ndmin=2)
+  want = np.loadtxt(data_file(REF + name + "/test_results.tsv"), delimiter="\t", ndmin=2)
+  assert got.shape == want.shape == (reference["files"]["predict.tf_record"]["examples"],
+                                     NUM_LABELS[task])
+  np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+
+  for record_file, expected in reference["files"].items():
+    path = str(output_dir / record_file)
+    assert sum(1 for _ in tf.data.TFRecordDataset(path)) == expected["records"]
+    assert _features_digest(path) == expected["sha256_features_json"], record_file
+    assert os.path.getsize(path) == expected["file_bytes"]
+
+
+def _examples_digest(examples):
+  rows = [[e.guid, e.text_a, e.text_b, e.label] for e in examples]
+  return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def test_processors_return_the_original_examples():
+  with open(data_file(REF + "examples.json"), encoding="utf-8") as f:
+    sets = json.load(f)["sets"]
+  checked = 0
+  for entry in sets:
+    if entry["task_name"] == "xnli":
+      processor = classifier_data.XnliProcessor()
+      data_dir = data_file(REF + "xnli_data")
+    else:
+      processor = classifier_data.get_processor(entry["task_name"])
+      data_dir = os.path.join(SHARED_DATA, entry["data_dir"])
+      if not os.path.isdir(data_dir):
+        continue
+    examples = getattr(processor, "get_%s_examples" % entry["split"])(data_dir)
+    assert len(examples) == entry["count"], entry
+    if "examples" in entry:
+      assert [[e.guid, e.text_a, e.text_b, e.label] for e in examples] == entry["examples"]
+    assert _examples_digest(examples) == entry["sha256"], entry
+    checked += 1
+  assert checked >= 10
+
+
+def test_three_training_steps_match_the_original(tmp_path):
+  """Classifier loss + the original optimizer, step for step (no dropout)."""
+  reference = dict(np.load(data_file(REF + "train_steps.npz")))
+  with open(CONFIG) as f:
+    values = json.load(f)
+  values.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  model = modeling.BertClassifier(modeling.BertConfig.from_dict(values), num_labels=2)
+  model.classifier.dropout.rate = 0.0  # The reference ran create_model(is_training=False).
+  modeling.load_checkpoint(model, task_checkpoint(tmp_path, "mrpc"), log=False)
+
+  tokenizer = tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
+  examples = classifier_data.MrpcProcessor().get_dev_examples(
+      shared_path("checks/classifier/MRPC"))[:24]
+  features = classifier_data.convert_examples_to_features(examples, ["0", "1"], 128, tokenizer)
+  arrays = [np.array([getattr(f, k) for f in features], np.int32)
+            for k in ("input_ids", "input_mask", "segment_ids", "label_id")]
+  digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
+  assert digest.hexdigest() == str(reference["inputs_sha256"])
+
+  optimizer = optimization.create_optimizer(2e-3, num_train_steps=6, num_warmup_steps=2)
+  loss_fn = classification.ClassifierLoss()
+  losses, learning_rates = [], []
+  for step in range(3):
+    batch = {k: tf.constant(a[8 * step:8 * step + 8]) for k, a in zip(
+        ("input_ids", "input_mask", "segment_ids", "label_ids"), arrays)}
+    learning_rates.append(float(optimizer.learning_rate))
+    with tf.GradientTape() as tape:
+      loss = loss_fn(model, batch, loss_fn.totals(batch))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                  model.trainable_variables))
+    losses.append(float(loss))
+  np.testing.assert_allclose(learning_rates, reference["learning_rates"], atol=1e-9)
+  np.testing.assert_allclose(losses, reference["losses"], rtol=0, atol=1e-5)
+  # Weights to 1e-5: the original's Adam (no bias correction) divides by
+  # sqrt(v) + 1e-6, which turns the float noise of gradients that are zero
+  # in exact arithmetic (the key biases, for one) into updates of ~1e-6.
+  names = model.original_names()
+  for key, value in reference.items():
+    if key.startswith("var/"):
+      np.testing.assert_allclose(names[key[4:]].numpy(), value, rtol=0, atol=1e-5, err_msg=key)
+  rows = reference["rows/bert/embeddings/word_embeddings"]
+  np.testing.assert_allclose(names["bert/embeddings/word_embeddings"].numpy()[rows],
+                             reference["var_rows/bert/embeddings/word_embeddings"],
+                             rtol=0, atol=1e-5)
+
+
+def test_glue_metrics_on_hand_computed_cases():
+  labels = np.array([1, 1, 1, 0, 0, 0, 1, 0])
+  predictions = np.array([1, 0, 1, 0, 1, 0, 1, 0])
+  # tp 3, fn 1, fp 1, tn 3: precision = recall = 0.75.
+  assert classification.f1_score(labels, predictions) == pytest.approx(0.75)
+  assert classification.matthews_correlation(labels, predictions) == pytest.approx(0.5)
+  assert classification.matthews_correlation(labels, np.ones(8)) == 0.0
+  assert classification.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+  # Ranks with a tie: x -> [1, 2.5, 2.5, 4], y -> [1, 2, 3, 4].
+  assert classification.spearman([1, 5, 5, 9], [0, 1, 2, 3]) == pytest.approx(
+      np.corrcoef([1, 2.5, 2.5, 4], [1, 2, 3, 4])[0, 1])
+  # The batch-mean `loss` of the original's Estimator skips padding rows.
+  per_example = np.array([1.0, 3.0, 2.0, 0.0], np.float32)
+  assert classification.batch_mean_loss(per_example, np.array([1, 1, 1, 0]), 2) == 2.0

@@ -199,3 +199,46 @@ def test_glue_metrics_on_hand_computed_cases():
   # The batch-mean `loss` of the original's Estimator skips padding rows.
   per_example = np.array([1.0, 3.0, 2.0, 0.0], np.float32)
   assert classification.batch_mean_loss(per_example, np.array([1, 1, 1, 0]), 2) == 2.0
+
+
+def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):
+  """A run killed after a checkpoint and run again ends as an uninterrupted one
+  (weights, dropout state and input position are all restored)."""
+  import signal
+  import time
+  source = shared_path("checks/classifier/MRPC/dev.tsv")
+  data = tmp_path / "data"
+  data.mkdir()
+  with open(source, encoding="utf-8") as f:
+    lines = f.readlines()[:97]
+  (data / "train.tsv").write_text("".join(lines), encoding="utf-8")
+  (data / "dev.tsv").write_text("".join(lines[:41]), encoding="utf-8")
+
+  def args(output_dir):  # 96 examples, batch 8: 12 steps, checkpoints at 6 and 12.
+    return ["--task_name=MRPC", "--do_train", "--do_eval", "--data_dir=%s" % data,
+            "--vocab_file=" + shared_path(UNCASED), "--bert_config_file=" + CONFIG,
+            "--init_checkpoint=" + data_file("eval_reference/model.ckpt"),
+            "--max_seq_length=32", "--train_batch_size=8", "--num_train_epochs=1",
+            "--learning_rate=1e-3", "--save_checkpoints_steps=6",
+            "--iterations_per_loop=2", "--output_dir=%s" % output_dir]
+
+  straight = tmp_path / "straight"
+  result = run_classifier(args(straight))
+  assert result.returncode == 0, result.stderr[-3000:]
+  killed = tmp_path / "killed"
+  proc = subprocess.Popen([sys.executable, "run_classifier.py"] + args(killed), cwd=REPO_ROOT,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.time() + 300
+  while not (killed / "ckpt-6.index").exists() and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.05)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert (killed / "ckpt-6.index").exists() and not (killed / "ckpt-12.index").exists()
+  result = run_classifier(args(killed))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "Resuming from" in result.stderr
+  first = _parse_results(straight / "eval_results.txt")
+  second = _parse_results(killed / "eval_results.txt")
+  assert first["global_step"] == second["global_step"] == "12"
+  for key in first:
+    assert abs(float(first[key]) - float(second[key])) <= 1e-6, key

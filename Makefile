@@ -11,6 +11,8 @@ DEMO_DIR ?= demo_output
 DEMO_CORPUS ?= $(DEMO_DIR)/corpus.txt
 DEMO_VOCAB_SIZE ?= 8000
 DEMO_STEPS ?= 300
+DEMO_EPOCHS ?= 2
+DEMO_FINETUNE_LR ?= 2e-4
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
@@ -54,6 +56,25 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	  --iterations_per_loop=50 --max_eval_steps=20 --eval_batch_size=32
 	@echo "Eval results ($(DEMO_DIR)/pretraining_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/pretraining_output/eval_results.txt
+	$(PY) -m data_prep.demo_pairs --output_dir=$(DEMO_DIR)/pairs
+	rm -rf $(DEMO_DIR)/classifier_output $(DEMO_DIR)/export
+	$(PY) run_classifier.py --task_name=MRPC --do_train --do_eval --do_predict \
+	  --data_dir=$(DEMO_DIR)/pairs --vocab_file=$(DEMO_DIR)/vocab.txt \
+	  --bert_config_file=$(DEMO_DIR)/bert_config.json \
+	  --init_checkpoint=$(DEMO_DIR)/pretraining_output \
+	  --output_dir=$(DEMO_DIR)/classifier_output --max_seq_length=64 \
+	  --train_batch_size=32 --learning_rate=$(DEMO_FINETUNE_LR) --num_train_epochs=$(DEMO_EPOCHS) \
+	  --iterations_per_loop=50 --eval_batch_size=50 --predict_batch_size=50 \
+	  --export_dir=$(DEMO_DIR)/export
+	@echo "Fine-tuning eval results ($(DEMO_DIR)/classifier_output/eval_results.txt;" \
+	  "always answering one label scores 0.5):"
+	@cat $(DEMO_DIR)/classifier_output/eval_results.txt
+	@echo "The exported SavedModel ($(DEMO_DIR)/export), asked from a fresh process:"
+	$(PY) modeling/query_export.py --export_dir=$(DEMO_DIR)/export \
+	  --text_a="In the beginning God created the heaven and the earth." \
+	  --text_b="And the earth was without form, and void." \
+	  --text_a="In the beginning God created the heaven and the earth." \
+	  --text_b="Jesus wept."
 	@echo "Demo outputs are in $(DEMO_DIR)/"
 
 bench: $(STAMP)

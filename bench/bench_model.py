@@ -1,23 +1,34 @@
-"""Pre-training step and inference time: ours vs the peers, side by side.
+"""Pre-training, fine-tuning and inference time: ours vs the peers, side by side.
 
   python bench/bench_model.py --original_dir=/path/to/google-research/bert \\
-      [--sizes=tiny,mini,small,base] [--steps=5]
+      [--sizes=tiny,mini,small,base] [--classify_sizes=base] [--steps=5]
 
-Pre-training step: masked LM + next sentence, batch 8, sequence 128, 20
-predictions, AdamW; inference: BERT-Base encoder, batch 1 and 32, sequence
-128. Every configuration runs in its own process (TensorFlow graph mode,
+Pre-training step (`--sizes`): masked LM + next sentence, batch 8, sequence
+128, 20 predictions, AdamW. Fine-tuning step (`--classify_sizes`, "" for
+none): run_classifier.py's 2-label sentence-pair classifier, batch
+`--classify_batch` (32), sequence 128, dropout 0.1, mean cross-entropy, AdamW
+with global-norm clipping 1.0; reported as seconds per step and examples per
+second. Inference (unless --skip_inference): BERT-Base encoder, batch 1 and
+32, sequence 128. So `--sizes= --skip_inference` runs the fine-tuning step
+alone. Every configuration runs in its own process (TensorFlow graph mode,
 eager mode and PyTorch do not share one well) and reports the median time of
 `--steps` steps after warm-up (with `--repeats=N`, the best of N interleaved
 rounds). Peers:
-  original   google-research/bert under tf.compat.v1 (needs tf_keras);
-  hf         Hugging Face transformers BertForPreTraining on PyTorch (CPU);
-  keras_hub  keras-hub BertMaskedLM (masked LM only: it has no NSP head);
+  original   google-research/bert under tf.compat.v1 (needs tf_keras); for
+             fine-tuning its run_classifier.create_model + create_optimizer;
+  hf         Hugging Face transformers on PyTorch (CPU): BertForPreTraining,
+             BertForSequenceClassification; torch AdamW, clip_grad_norm_;
+  keras_hub  keras-hub BertMaskedLM (masked LM only: it has no NSP head),
+             BertTextClassifier; compile + train_on_batch;
   tf_models  tf-models-official BertEncoderV2 + BertPretrainerV2 (masked LM +
-             next sentence), its AdamWeightDecay (which clips to norm 1.0);
-             its NSP head reads [CLS] itself, so the pooler is idle;
+             next sentence) or BertClassifier, its AdamWeightDecay (which
+             clips to norm 1.0); its NSP head reads [CLS] itself, so the
+             pooler is idle;
   ours       modeling.BertPretrainer: f32, xla (f32 + XLA), bf16
              (mixed_bfloat16), bf16xla (mixed_bfloat16 + XLA); loop and
-             loopxla time run_pretraining's training loop itself.
+             loopxla time run_pretraining's training loop itself. Fine-tuning
+             always times run_classifier's loop (modeling/train_loop.py) on
+             modeling.BertClassifier, as f32, xla and bf16.
 """
 
 import argparse
@@ -40,6 +51,12 @@ SIZES = {  # layers, hidden, heads (intermediate = 4 * hidden), as released.
 VOCAB = 30522
 SEQ = 128
 PREDICTIONS = 20
+# Learning rates (they do not change the time): pre-training from scratch as
+# the paper, fine-tuning as the original README's MRPC example.
+LEARNING_RATE = {"train": 1e-4, "classify": 2e-5}
+# Ours in fine-tuning: each runs run_classifier's loop (so loop/loopxla would
+# repeat f32/xla).
+CLASSIFY_OURS = ("f32", "xla", "bf16")
 
 
 def config_dict(size):
@@ -51,14 +68,17 @@ def config_dict(size):
               type_vocab_size=2, initializer_range=0.02)
 
 
-def batch(size, seed=0):
+def batch(size, mode="train", seed=0):
+  """Random features of `mode` (the classifier's are the first three + labels)."""
   rng = np.random.RandomState(seed)
   ids = rng.randint(1000, VOCAB, size=(size, SEQ)).astype(np.int32)
+  features = {"input_ids": ids, "input_mask": np.ones_like(ids),
+              "segment_ids": (np.arange(SEQ) >= SEQ // 2).astype(np.int32)[None].repeat(size, 0)}
+  if mode == "classify":
+    return dict(features, label_ids=rng.randint(0, 2, size=(size,)).astype(np.int32))
   positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ), PREDICTIONS, replace=False)
                                 for _ in range(size)]), axis=1).astype(np.int32)
-  return {"input_ids": ids, "input_mask": np.ones_like(ids),
-          "segment_ids": (np.arange(SEQ) >= SEQ // 2).astype(np.int32)[None].repeat(size, 0),
-          "masked_lm_positions": positions,
+  return {**features, "masked_lm_positions": positions,
           "masked_lm_ids": rng.randint(1000, VOCAB, size=(size, PREDICTIONS)).astype(np.int32),
           "masked_lm_weights": np.ones((size, PREDICTIONS), np.float32),
           "next_sentence_labels": rng.randint(0, 2, size=(size, 1)).astype(np.int32)}
@@ -83,19 +103,28 @@ def inference_steps(args):
   return args.steps * 6 if args.batch == 1 else args.steps
 
 
+def step_count(args):
+  return inference_steps(args) if args.mode == "infer" else args.steps
+
+
 def run_ours(args, data):
   sys.path.insert(0, common.REPO_ROOT)
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   from modeling import optimization, training  # pylint: disable=g-import-not-at-top
+  from modeling import classification, pretraining  # pylint: disable=g-import-not-at-top
   if args.variant.startswith("bf16"):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
-  jit = args.variant in ("xla", "bf16xla")
+  jit = args.variant.endswith("xla")
   config = modeling.BertConfig.from_dict(config_dict(args.size))
   features = {k: tf.constant(v) for k, v in data.items()}
+  if args.mode == "classify":
+    return _time_training_loop(args, lambda: modeling.BertClassifier(config, num_labels=2),
+                               classification.ClassifierLoss(), data, jit)
   if args.mode == "train" and args.variant.startswith("loop"):
-    return _time_run_pretraining_loop(args, config, data, jit=args.variant == "loopxla")
+    return _time_training_loop(args, lambda: modeling.BertPretrainer(config),
+                               pretraining.PretrainingLoss(), data, jit)
   if args.mode == "train":
     model = modeling.BertPretrainer(config)
     step = training.make_train_step(
@@ -108,26 +137,30 @@ def run_ours(args, data):
   return timed(lambda: forward(inputs).numpy(), 3, inference_steps(args))
 
 
-def _time_run_pretraining_loop(args, config, data, jit):
-  """Seconds per step of run_pretraining's loop (modeling/train_loop.py)."""
+def _time_training_loop(args, make_model, loss_fn, data, jit):
+  """Seconds per step of the run_*.py scripts' loop (modeling/train_loop.py),
+  which is what run_pretraining and run_classifier actually spend."""
   import tempfile  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
-  from modeling import optimization, pretraining, train_loop  # pylint: disable=g-import-not-at-top
+  from modeling import optimization, train_loop  # pylint: disable=g-import-not-at-top
   strategy = train_loop.create_strategy("one_device")
   with strategy.scope():
-    model = modeling.BertPretrainer(config)
-    optimizer = optimization.create_optimizer(1e-4, 10000, 100)
+    model = make_model()
+    optimizer = optimization.create_optimizer(LEARNING_RATE[args.mode], 10000, 100)
   dataset_fn = lambda batch, ctx: tf.data.Dataset.from_tensors(data).repeat()
-  # Two loops of `steps` steps: the first compiles, the second is timed.
-  result = train_loop.train(
-      strategy, model, optimizer, dataset_fn, pretraining.PretrainingLoss(),
-      tempfile.mkdtemp(), num_train_steps=2 * args.steps, global_batch_size=args.batch,
-      save_checkpoints_steps=10 ** 9, iterations_per_loop=args.steps, use_xla=jit)
+  # Two loops of `steps` steps: the first compiles, the second is timed. The
+  # final checkpoint (1.3 GB at BERT-Base) goes to a directory removed after.
+  with tempfile.TemporaryDirectory() as output_dir:
+    result = train_loop.train(
+        strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
+        num_train_steps=2 * args.steps, global_batch_size=args.batch,
+        save_checkpoints_steps=10 ** 9, iterations_per_loop=args.steps, use_xla=jit)
   return args.batch / result.examples_per_second
 
 
-def run_original(args, data):
+def _original_modules(args):
+  """tf.compat.v1 and the original's modeling and optimization modules (from a
+  temporary copy, see common.original_code_dir), patched to run on TF2."""
   os.environ["TF_USE_LEGACY_KERAS"] = "1"
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   tf.disable_v2_behavior()
@@ -143,31 +176,50 @@ def run_original(args, data):
       mean, var = tf.nn.moments(x, [-1], keep_dims=True)
       return tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-12)
   modeling.layer_norm = layer_norm
-  heads = {"tf": tf, "modeling": modeling}
-  source = os.path.join(args.original_dir, "run_pretraining.py")
-  tree = ast.parse(open(source).read())
-  wanted = {"get_masked_lm_output", "get_next_sentence_output", "gather_indexes"}
-  body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
-  exec(compile(ast.Module(body, []), source, "exec"), heads)  # pylint: disable=exec-used
+  return tf, modeling, optimization, code_dir
 
+
+def _original_functions(args, script, names, namespace):
+  """Top-level functions `names` of one of the original's scripts, executed
+  in `namespace` (importing the script would define its tf.flags)."""
+  source = os.path.join(args.original_dir, script)
+  with open(source, encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+  exec(compile(ast.Module(body, []), source, "exec"), namespace)  # pylint: disable=exec-used
+  return namespace
+
+
+def run_original(args, data):
+  tf, modeling, optimization, code_dir = _original_modules(args)
   config = modeling.BertConfig.from_dict(config_dict(args.size))
   t = {k: tf.constant(v) for k, v in data.items()}
-  model = modeling.BertModel(config=config, is_training=args.mode == "train",
-                             input_ids=t["input_ids"], input_mask=t["input_mask"],
-                             token_type_ids=t["segment_ids"], use_one_hot_embeddings=False)
-  if args.mode == "train":
-    mlm = heads["get_masked_lm_output"](config, model.get_sequence_output(),
-                                        model.get_embedding_table(), t["masked_lm_positions"],
-                                        t["masked_lm_ids"], t["masked_lm_weights"])
-    nsp = heads["get_next_sentence_output"](config, model.get_pooled_output(),
-                                            t["next_sentence_labels"])
-    target = optimization.create_optimizer(mlm[0] + nsp[0], 1e-4, 10000, 100, False)
+  if args.mode == "classify":
+    create_model = _original_functions(args, "run_classifier.py", {"create_model"},
+                                       {"tf": tf, "modeling": modeling})["create_model"]
+    loss = create_model(config, True, t["input_ids"], t["input_mask"], t["segment_ids"],
+                        t["label_ids"], num_labels=2, use_one_hot_embeddings=False)[0]
+    target = optimization.create_optimizer(loss, LEARNING_RATE["classify"], 10000, 100, False)
   else:
+    model = modeling.BertModel(config=config, is_training=args.mode == "train",
+                               input_ids=t["input_ids"], input_mask=t["input_mask"],
+                               token_type_ids=t["segment_ids"], use_one_hot_embeddings=False)
     target = model.get_sequence_output()
+    if args.mode == "train":
+      heads = _original_functions(
+          args, "run_pretraining.py",
+          {"get_masked_lm_output", "get_next_sentence_output", "gather_indexes"},
+          {"tf": tf, "modeling": modeling})
+      mlm = heads["get_masked_lm_output"](config, model.get_sequence_output(),
+                                          model.get_embedding_table(), t["masked_lm_positions"],
+                                          t["masked_lm_ids"], t["masked_lm_weights"])
+      nsp = heads["get_next_sentence_output"](config, model.get_pooled_output(),
+                                              t["next_sentence_labels"])
+      target = optimization.create_optimizer(mlm[0] + nsp[0], LEARNING_RATE["train"],
+                                             10000, 100, False)
   sess = tf.Session()
   sess.run(tf.global_variables_initializer())
-  result = timed(lambda: sess.run(target), 2,
-                 args.steps if args.mode == "train" else inference_steps(args))
+  result = timed(lambda: sess.run(target), 2, step_count(args))
   common.cleanup(code_dir)
   return result
 
@@ -179,30 +231,35 @@ def run_hf(args, data):
   config = transformers.BertConfig(
       vocab_size=VOCAB, hidden_size=c["hidden_size"], num_hidden_layers=c["num_hidden_layers"],
       num_attention_heads=c["num_attention_heads"], intermediate_size=c["intermediate_size"],
-      hidden_act="gelu_new", max_position_embeddings=512, type_vocab_size=2)
+      hidden_act="gelu_new", max_position_embeddings=512, type_vocab_size=2, num_labels=2)
   t = {k: torch.from_numpy(v).long() for k, v in data.items() if v.dtype != np.float32}
+  inputs = dict(input_ids=t["input_ids"], attention_mask=t["input_mask"],
+                token_type_ids=t["segment_ids"])
+  if args.mode == "infer":
+    model = transformers.BertModel(config).eval()
+
+    def forward():
+      with torch.no_grad():
+        model(**inputs)
+    return timed(forward, 3, inference_steps(args))
   if args.mode == "train":
-    model = transformers.BertForPreTraining(config).train()
+    model = transformers.BertForPreTraining(config)
     labels = torch.full_like(t["input_ids"], -100)
     labels.scatter_(1, t["masked_lm_positions"], t["masked_lm_ids"])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    inputs.update(labels=labels, next_sentence_label=t["next_sentence_labels"][:, 0])
+  else:
+    model = transformers.BertForSequenceClassification(config)
+    inputs.update(labels=t["label_ids"])
+  model.train()
+  optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE[args.mode],
+                                weight_decay=0.01)
 
-    def step():
-      optimizer.zero_grad()
-      out = model(input_ids=t["input_ids"], attention_mask=t["input_mask"],
-                  token_type_ids=t["segment_ids"], labels=labels,
-                  next_sentence_label=t["next_sentence_labels"][:, 0])
-      out.loss.backward()
-      torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-      optimizer.step()
-    return timed(step, 2, args.steps)
-  model = transformers.BertModel(config).eval()
-
-  def forward():
-    with torch.no_grad():
-      model(input_ids=t["input_ids"], attention_mask=t["input_mask"],
-            token_type_ids=t["segment_ids"])
-  return timed(forward, 3, inference_steps(args))
+  def step():
+    optimizer.zero_grad()
+    model(**inputs).loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+  return timed(step, 2, args.steps)
 
 
 def run_keras_hub(args, data):
@@ -217,22 +274,30 @@ def run_keras_hub(args, data):
   x = {"token_ids": data["input_ids"], "padding_mask": data["input_mask"],
        "segment_ids": data["segment_ids"]}
   jit = args.variant == "xla"
+  if args.mode == "infer":
+    forward = tf.function(lambda inputs: backbone(inputs)["sequence_output"], jit_compile=jit)
+    tensors = {k: tf.constant(v) for k, v in x.items()}
+    return timed(lambda: forward(tensors).numpy(), 3, inference_steps(args))
   if args.mode == "train":
     model = keras_hub.models.BertMaskedLM(backbone=backbone)
-    model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, global_clipnorm=1.0),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  weighted_metrics=[], jit_compile=jit)
     x = dict(x, mask_positions=data["masked_lm_positions"])
     y = data["masked_lm_ids"]
     w = data["masked_lm_weights"]
-    return timed(lambda: model.train_on_batch(x, y, sample_weight=w), 2, args.steps)
-  forward = tf.function(lambda inputs: backbone(inputs)["sequence_output"], jit_compile=jit)
-  tensors = {k: tf.constant(v) for k, v in x.items()}
-  return timed(lambda: forward(tensors).numpy(), 3, inference_steps(args))
+  else:
+    model = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None)
+    y = data["label_ids"]
+    w = None
+  # No metrics: the step alone, as every other peer times it.
+  model.compile(optimizer=keras.optimizers.AdamW(LEARNING_RATE[args.mode], weight_decay=0.01,
+                                                 global_clipnorm=1.0),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=[], weighted_metrics=[], jit_compile=jit)
+  return timed(lambda: model.train_on_batch(x, y, sample_weight=w), 2, args.steps)
 
 
 def run_tf_models(args, data):
-  """tf-models-official (Model Garden): BertEncoderV2 + BertPretrainerV2."""
+  """tf-models-official (Model Garden): BertEncoderV2 + BertPretrainerV2 or
+  BertClassifier."""
   os.environ["TF_USE_LEGACY_KERAS"] = "1"  # Model Garden is built on tf_keras
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official.nlp import optimization  # pylint: disable=g-import-not-at-top
@@ -246,29 +311,36 @@ def run_tf_models(args, data):
        "input_mask": tf.constant(data["input_mask"]),
        "input_type_ids": tf.constant(data["segment_ids"])}
   jit = args.variant == "xla"
+  if args.mode == "infer":
+    forward = tf.function(lambda inputs: encoder(inputs)["sequence_output"], jit_compile=jit)
+    return timed(lambda: forward(x).numpy(), 3, inference_steps(args))
+  xent = tf.nn.sparse_softmax_cross_entropy_with_logits
   if args.mode == "train":
     model = models.BertPretrainerV2(encoder, classification_heads=[
         layers.ClassificationHead(c["hidden_size"], 2, name="next_sentence")])
-    optimizer = optimization.create_optimizer(1e-4, 10000, 100)
     x = dict(x, masked_lm_positions=tf.constant(data["masked_lm_positions"]))
     mlm_ids = tf.constant(data["masked_lm_ids"])
     mlm_weights = tf.constant(data["masked_lm_weights"])
     nsp_labels = tf.constant(data["next_sentence_labels"][:, 0])
-    xent = tf.nn.sparse_softmax_cross_entropy_with_logits
 
-    @tf.function(jit_compile=jit)
-    def step():
-      with tf.GradientTape() as tape:
-        out = model(x, training=True)
-        mlm = tf.reduce_sum(xent(mlm_ids, out["mlm_logits"]) * mlm_weights) / (
-            tf.reduce_sum(mlm_weights) + 1e-5)
-        loss = mlm + tf.reduce_mean(xent(nsp_labels, out["next_sentence"]))
-      grads = tape.gradient(loss, model.trainable_variables)
-      optimizer.apply_gradients(zip(grads, model.trainable_variables))
-      return loss
-    return timed(lambda: float(step()), 2, args.steps)
-  forward = tf.function(lambda inputs: encoder(inputs)["sequence_output"], jit_compile=jit)
-  return timed(lambda: forward(x).numpy(), 3, inference_steps(args))
+    def loss_of(out):
+      mlm = tf.reduce_sum(xent(mlm_ids, out["mlm_logits"]) * mlm_weights) / (
+          tf.reduce_sum(mlm_weights) + 1e-5)
+      return mlm + tf.reduce_mean(xent(nsp_labels, out["next_sentence"]))
+  else:
+    model = models.BertClassifier(encoder, num_classes=2)
+    labels = tf.constant(data["label_ids"])
+    loss_of = lambda logits: tf.reduce_mean(xent(labels, logits))
+  optimizer = optimization.create_optimizer(LEARNING_RATE[args.mode], 10000, 100)
+
+  @tf.function(jit_compile=jit)
+  def step():
+    with tf.GradientTape() as tape:
+      loss = loss_of(model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+  return timed(lambda: float(step()), 2, args.steps)
 
 
 WORKERS = {"ours": run_ours, "original": run_original, "hf": run_hf,
@@ -276,7 +348,7 @@ WORKERS = {"ours": run_ours, "original": run_original, "hf": run_hf,
 
 
 def worker(args):
-  data = batch(args.batch)
+  data = batch(args.batch, args.mode)
   seconds = WORKERS[args.peer](args, data)
   print("RESULT " + json.dumps({"seconds": seconds}))
 
@@ -306,6 +378,9 @@ def main():
   parser.add_argument("--sizes", default="tiny,mini,small,base")
   parser.add_argument("--steps", type=int, default=5)
   parser.add_argument("--peers", default="original,hf,keras_hub,keras_hub/xla,tf_models,tf_models/xla,ours,ours/xla,ours/bf16,ours/bf16xla")
+  parser.add_argument("--classify_sizes", default="base",
+                      help="Sizes of the fine-tuning step; empty for none.")
+  parser.add_argument("--classify_batch", type=int, default=32)
   parser.add_argument("--skip_inference", action="store_true")
   parser.add_argument("--repeats", type=int, default=1,
                       help="Interleaved rounds per configuration; the best is kept.")
@@ -325,6 +400,8 @@ def main():
   if not args.original_dir:
     peers = [p for p in peers if p[0] != "original"]
   jobs = [("train", size, 8) for size in args.sizes.split(",") if size]  # --sizes= : none
+  jobs += [("classify", size, args.classify_batch)
+           for size in args.classify_sizes.split(",") if size]
   if not args.skip_inference:
     jobs += [("infer", "base", 1), ("infer", "base", 32)]
   for mode, size, batch_size in jobs:
@@ -333,6 +410,8 @@ def main():
     # machine's background noise (often +-10%) hits some rounds, not all.
     for _ in range(args.repeats):
       for peer, variant in peers:
+        if mode == "classify" and peer == "ours" and variant not in CLASSIFY_OURS:
+          continue
         name = "%s/%s" % (peer, variant)
         seconds = measure(args, peer, variant, size, mode, batch_size)
         if seconds is not None:
@@ -343,15 +422,17 @@ def main():
     # Every peer runs in float32 (with or without XLA).
     peer_times = [v for k, v in results.items() if v and not k.startswith("ours")]
     best_peer = min(peer_times) if peer_times else None
-    print("\n%s %s batch %d (seconds per step; speed-up = original / this)" %
-          (mode, size, batch_size))
+    rates = mode == "classify"  # Fine-tuning is also read as examples/s.
+    print("\n%s %s batch %d (seconds per step%s; speed-up = original / this)" %
+          (mode, size, batch_size, ", examples per second" if rates else ""))
     for name, seconds in results.items():
       if seconds is None:
         print("  %-16s failed" % name)
         continue
+      rate = " %8.1f ex/s" % (batch_size / seconds) if rates else ""
       ratio = " %5.2fx original" % (base / seconds) if base else ""
       vs_best = " %5.2fx fastest peer" % (best_peer / seconds) if best_peer else ""
-      print("  %-16s %8.4f s%s%s" % (name, seconds, ratio, vs_best))
+      print("  %-16s %8.4f s%s%s%s" % (name, seconds, rate, ratio, vs_best))
     sys.stdout.flush()
 
 

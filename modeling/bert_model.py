@@ -27,7 +27,19 @@ class InvalidInputError(UserError):
   """Ids or lengths outside what the model was configured for."""
 
 
-class BertModel(keras.Model):
+class _Model(keras.Model):
+  """A keras.Model without Keras's guessed SavedModel signature.
+
+  Keras would trace one with float inputs when a SavedModel holds the model;
+  ours take integer ids, and modeling/export.py gives the real signatures.
+  """
+
+  @property
+  def _default_save_signature(self):
+    return None
+
+
+class BertModel(_Model):
   """The BERT encoder: embeddings, transformer layers, pooler."""
 
   def __init__(self, config, validate_inputs=True, **kwargs):
@@ -141,7 +153,7 @@ class BertModel(keras.Model):
     return names
 
 
-class BertWithHeads(keras.Model):
+class BertWithHeads(_Model):
   """BERT with any of the original's heads; the base of the task models.
 
   Heads live under fixed attribute names (`masked_lm`, `next_sentence`,

@@ -1,0 +1,124 @@
+"""The classifier SavedModel: loaded in a fresh process with TensorFlow and
+tensorflow-text only, its three signatures give the Python pipeline's
+features and probabilities; it holds no XLA-compiled function."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT, shared_path
+from data_prep import classifier_data
+from data_prep import tokenization
+import modeling
+from modeling import export
+from test_run_classifier import CONFIG, UNCASED, task_checkpoint
+
+MAX_SEQ_LENGTH = 48
+
+# Texts that exercise the tokenizer's special cases inside the graph.
+STRESS_PAIRS = [
+    ("Héllo, WORLD!!  naïve café", "ΑΣ ΟΔΟΣ. Σ"),
+    ("中文字符和English混合", ""),
+    ("tab\there\u00a0nbsp\u2028line\u200bzero-width", "control\x07char and \ufffd replacement"),
+    ("x" * 205 + " short", "ﬁ ligature Ⅻ ½ ｆｕｌｌ"),
+    ("", "only b"),
+    ("a " * 80, "b " * 80),
+]
+
+_FRESH_PROCESS = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text
+export_dir, pairs_file, out_file = sys.argv[1:4]
+with open(pairs_file, encoding="utf-8") as f:
+  pairs = json.load(f)
+text_a = tf.constant([a for a, _ in pairs])
+text_b = tf.constant([b for _, b in pairs])
+loaded = tf.saved_model.load(export_dir)
+sigs = loaded.signatures
+features = sigs["tokenize"](text_a=text_a, text_b=text_b)
+served = sigs["serving_default"](text_a=text_a, text_b=text_b)
+from_features = sigs["serve_features"](**features)
+ours = [m for m in sys.modules if m.split(".")[0] in ("modeling", "data_prep")]
+np.savez(out_file, project_modules=np.array(len(ours)),
+         labels=served["label"].numpy().astype(str),
+         probabilities=served["probabilities"].numpy(),
+         feature_probabilities=from_features["probabilities"].numpy(),
+         **{k: v.numpy() for k, v in features.items()})
+"""
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+  directory = tmp_path_factory.mktemp("export")
+  model = modeling.BertClassifier(modeling.BertConfig.from_json_file(CONFIG), num_labels=2)
+  modeling.load_checkpoint(model, task_checkpoint(directory, "mrpc"), log=False)
+  export_dir = str(directory / "savedmodel")
+  export.export_classifier(model, export_dir, shared_path(UNCASED), do_lower_case=True,
+                           max_seq_length=MAX_SEQ_LENGTH, label_list=["0", "1"])
+  return model, export_dir
+
+
+def test_fresh_process_gets_the_python_pipeline(exported, tmp_path):
+  model, export_dir = exported
+  examples = classifier_data.MrpcProcessor().get_dev_examples(
+      shared_path("checks/classifier/MRPC"))[:40]
+  pairs = [(e.text_a, e.text_b) for e in examples] + STRESS_PAIRS
+  pairs_file = tmp_path / "pairs.json"
+  pairs_file.write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
+  out_file = str(tmp_path / "out.npz")
+  result = subprocess.run(
+      [sys.executable, "-c", _FRESH_PROCESS, export_dir, str(pairs_file), out_file],
+      cwd=str(tmp_path), capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""))
+  assert result.returncode == 0, result.stderr[-3000:]
+  served = dict(np.load(out_file))
+  assert int(served["project_modules"]) == 0
+
+  tokenizer = tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
+  features = [classifier_data.convert_single_example(
+      i, classifier_data.InputExample("x", a, b, "0"), ["0", "1"], MAX_SEQ_LENGTH, tokenizer)
+      for i, (a, b) in enumerate(pairs)]
+  for name in ("input_ids", "input_mask", "segment_ids"):
+    expected = np.array([getattr(f, name) for f in features])
+    mismatched = [pairs[i] for i in np.nonzero((served[name] != expected).any(1))[0]]
+    assert not mismatched, (name, mismatched[:3])
+
+  inputs = {k: tf.constant(served[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+  probabilities = tf.nn.softmax(model(inputs, training=False)["logits"]).numpy()
+  np.testing.assert_allclose(served["probabilities"], probabilities, rtol=0, atol=1e-5)
+  np.testing.assert_allclose(served["feature_probabilities"], probabilities, rtol=0, atol=1e-5)
+  assert served["labels"].tolist() == [str(i) for i in probabilities.argmax(1)]
+
+
+def test_export_is_servable_without_xla(exported):
+  _, export_dir = exported
+  assert export.xla_functions(export_dir) == []
+  cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+  result = subprocess.run([cli, "show", "--dir", export_dir, "--tag_set", "serve"],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert result.returncode == 0, result.stderr[-2000:]
+  for signature in ("serving_default", "serve_features", "tokenize"):
+    assert signature in result.stdout
+
+
+def test_single_sentence_export_takes_text_a_only(tmp_path):
+  config = modeling.BertConfig.from_json_file(CONFIG)
+  model = modeling.BertClassifier(config, num_labels=1)  # A regressor, as STS-B.
+  export_dir = export.export_classifier(
+      model, str(tmp_path / "single"), shared_path(UNCASED), True, 16, [None],
+      is_regression=True, sentence_pair=False)
+  loaded = tf.saved_model.load(export_dir)
+  serve = loaded.signatures["serving_default"]
+  assert set(serve.structured_input_signature[1]) == {"text_a"}
+  score = serve(text_a=tf.constant(["a sentence", "another one"]))["score"]
+  features = loaded.signatures["tokenize"](text_a=tf.constant(["a sentence", "another one"]))
+  expected = model(features, training=False)["logits"].numpy().reshape(-1)
+  np.testing.assert_allclose(score.numpy(), expected, rtol=0, atol=1e-5)

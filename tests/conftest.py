@@ -2,7 +2,10 @@
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -53,3 +56,15 @@ def reference_outputs():
 
 def reference_checkpoint():
   return data_file(MODELING_REF + "model.ckpt")
+
+
+def kill_when_written(command, path, timeout=300):
+  """Runs `command` (from the repo root) and kills it (SIGKILL, no clean-up)
+  as soon as `path` exists, as a crash or preemption would."""
+  proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  deadline = time.time() + timeout
+  while not os.path.exists(path) and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.05)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()

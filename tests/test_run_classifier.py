@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, SHARED_DATA, data_file, shared_path
+from conftest import REPO_ROOT, SHARED_DATA, data_file, kill_when_written, shared_path
 from data_prep import classifier_data
 from data_prep import tokenization
 import modeling
@@ -204,8 +204,6 @@ def test_glue_metrics_on_hand_computed_cases():
 def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):
   """A run killed after a checkpoint and run again ends as an uninterrupted one
   (weights, dropout state and input position are all restored)."""
-  import signal
-  import time
   source = shared_path("checks/classifier/MRPC/dev.tsv")
   data = tmp_path / "data"
   data.mkdir()
@@ -226,13 +224,8 @@ def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):
   result = run_classifier(args(straight))
   assert result.returncode == 0, result.stderr[-3000:]
   killed = tmp_path / "killed"
-  proc = subprocess.Popen([sys.executable, "run_classifier.py"] + args(killed), cwd=REPO_ROOT,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  deadline = time.time() + 300
-  while not (killed / "ckpt-6.index").exists() and proc.poll() is None and time.time() < deadline:
-    time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
+  kill_when_written([sys.executable, "run_classifier.py"] + args(killed),
+                    killed / "ckpt-6.index")
   assert (killed / "ckpt-6.index").exists() and not (killed / "ckpt-12.index").exists()
   result = run_classifier(args(killed))
   assert result.returncode == 0, result.stderr[-3000:]

@@ -3,17 +3,15 @@ resuming, NaN guard, bad input, and the original's eval results."""
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file
+from conftest import REPO_ROOT, data_file, kill_when_written
 import modeling
 from modeling import optimization
 from modeling import pretraining
@@ -166,13 +164,8 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
                       "--save_checkpoints_steps=6", "--iterations_per_loop=2"]
   assert _run(args(tmp_path / "straight")).returncode == 0
   killed = tmp_path / "killed"
-  proc = subprocess.Popen([sys.executable, "run_pretraining.py"] + args(killed), cwd=REPO_ROOT,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  deadline = time.time() + 300
-  while not (killed / "ckpt-12.index").exists() and proc.poll() is None and time.time() < deadline:
-    time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
+  kill_when_written([sys.executable, "run_pretraining.py"] + args(killed),
+                    killed / "ckpt-12.index")
   assert (killed / "ckpt-12.index").exists() and not (killed / "ckpt-24.index").exists()
   result = _run(args(killed))
   assert result.returncode == 0, result.stderr[-3000:]

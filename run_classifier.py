@@ -30,6 +30,7 @@ from data_prep import tokenization
 from data_prep.errors import UserError
 import modeling
 from modeling import classification
+from modeling import inference
 from modeling import pretraining
 from modeling import run_flags
 from modeling import train_loop
@@ -109,7 +110,7 @@ def _run_inference(strategy, model, examples, label_list, tokenizer, is_regressi
                len(examples), padding)
   logging.info("  Batch size = %d", batch_size)
   records = classifier_data.read_records(path, FLAGS.max_seq_length, is_regression)
-  dataset = classification.padded_batches(records, len(examples), batch_size)
+  dataset = inference.padded_batches(records, len(examples), batch_size)
   return classification.run_model(strategy, model, dataset, is_regression)
 
 

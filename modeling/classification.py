@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from modeling import heads
+from modeling import inference
 
 
 class ClassifierLoss(object):
@@ -35,23 +36,10 @@ class ClassifierLoss(object):
     return tf.reduce_sum(per_example) / totals["examples"]
 
 
-def padded_batches(dataset, num_examples, batch_size):
-  """Batches of exactly `batch_size`: the last is filled with padding
-  examples (all-zero features, is_real_example 0)."""
-  padding = -num_examples % batch_size
-  if padding:
-    zeros = dataset.take(1).map(
-        lambda f: {k: tf.zeros_like(v) for k, v in f.items()}).repeat(padding)
-    dataset = dataset.concatenate(zeros)
-  return dataset.batch(batch_size, drop_remainder=True)
-
-
 def run_model(strategy, model, dataset, is_regression=False):
   """Runs `model` over batches of `dataset` (global batches); returns numpy
   arrays: logits (or scores), per-example loss (if labels are present) and
   is_real_example, in input order."""
-  distributed = strategy.experimental_distribute_dataset(dataset)
-
   def replica(features):
     logits = model(features, training=False)["logits"]
     if is_regression:
@@ -60,18 +48,7 @@ def run_model(strategy, model, dataset, is_regression=False):
     else:
       _, per_example = heads.classification_loss(logits, features["label_ids"])
     return logits, per_example, features["is_real_example"]
-
-  @tf.function
-  def step(features):
-    return strategy.run(replica, args=(features,))
-
-  results = [[], [], []]
-  for features in distributed:
-    for i, value in enumerate(step(features)):
-      parts = strategy.experimental_local_results(value)
-      results[i].append(np.concatenate([p.numpy() for p in parts]))
-  empty = [np.zeros([0], np.float32)] * 3
-  return tuple(np.concatenate(r) if r else e for r, e in zip(results, empty))
+  return inference.run_batches(strategy, replica, dataset)
 
 
 def softmax(logits):

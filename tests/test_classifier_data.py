@@ -172,14 +172,14 @@ def test_pair_truncation_in_graph_equals_the_loop():
 
 
 def test_records_round_trip_with_padding_batches(tmp_path, tokenizer):
-  from modeling import classification
+  from modeling import inference
   examples = classifier_data.MrpcProcessor().get_dev_examples(_glue("MRPC"))[:11]
   path = str(tmp_path / "eval.tf_record")
   classifier_data.file_based_convert_examples_to_features(
       examples, ["0", "1"], 32, tokenizer, path)
   assert not list(tmp_path.glob("*.tmp-*"))
   records = classifier_data.read_records(path, 32)
-  batches = list(classification.padded_batches(records, len(examples), 4))
+  batches = list(inference.padded_batches(records, len(examples), 4))
   assert [b["input_ids"].shape[0] for b in batches] == [4, 4, 4]
   is_real = np.concatenate([b["is_real_example"].numpy() for b in batches])
   assert is_real.tolist() == [1] * 11 + [0]

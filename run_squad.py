@@ -1,0 +1,237 @@
+"""Fine-tunes BERT on SQuAD 1.1 / 2.0 and predicts answers, as the original.
+
+  python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_train \\
+    --train_file=train-v1.1.json --do_predict --predict_file=dev-v1.1.json \\
+    --train_batch_size=12 --learning_rate=3e-5 --num_train_epochs=2.0 \\
+    --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
+
+Writes what the original writes (train.tf_record, eval.tf_record,
+predictions.json, nbest_predictions.json, and null_odds.json with
+--version_2_with_negative), plus `squad_eval.json` with SQuAD's official
+metric when the predict file has answers. Re-running the same command
+resumes training from the last checkpoint in --output_dir.
+"""
+
+import json
+import os
+import random
+import sys
+
+if __package__ in (None, ""):  # Run as a file path: make the repo importable.
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from data_prep import cli
+from data_prep import squad_data
+from data_prep import squad_eval
+from data_prep import tokenization
+from data_prep.errors import UserError
+import modeling
+from modeling import inference
+from modeling import question_answering
+from modeling import run_flags
+from modeling import train_loop
+
+FLAGS = flags.FLAGS
+
+# The original's flags, names and defaults unchanged (the TPU flags are in
+# modeling/run_flags.py, shared with the other scripts).
+flags.DEFINE_string("bert_config_file", None,
+                    "The config json file corresponding to the pre-trained BERT model. "
+                    "This specifies the model architecture.")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_string("output_dir", None,
+                    "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("train_file", None,
+                    "SQuAD json for training. E.g., train-v1.1.json")
+flags.DEFINE_string("predict_file", None,
+                    "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial checkpoint (usually from a pre-trained BERT model).")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for uncased "
+                  "models and False for cased models.")
+flags.DEFINE_integer("max_seq_length", 384,
+                     "The maximum total input sequence length after WordPiece "
+                     "tokenization. Sequences longer than this will be truncated, and "
+                     "sequences shorter than this will be padded.")
+flags.DEFINE_integer("doc_stride", 128,
+                     "When splitting up a long document into chunks, how much stride to "
+                     "take between chunks.")
+flags.DEFINE_integer("max_query_length", 64,
+                     "The maximum number of tokens for the question. Questions longer "
+                     "than this will be truncated to this length.")
+flags.DEFINE_bool("do_train", False, "Whether to run training.")
+flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+flags.DEFINE_float("warmup_proportion", 0.1,
+                   "Proportion of training to perform linear learning rate warmup for. "
+                   "E.g., 0.1 = 10% of training.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000,
+                     "How often to save the model checkpoint.")
+flags.DEFINE_integer("iterations_per_loop", 1000,
+                     "How many steps to make in each estimator call.")
+flags.DEFINE_integer("n_best_size", 20,
+                     "The total number of n-best predictions to generate in the "
+                     "nbest_predictions.json output file.")
+flags.DEFINE_integer("max_answer_length", 30,
+                     "The maximum length of an answer that can be generated. This is "
+                     "needed because the start and end predictions are not conditioned "
+                     "on one another.")
+flags.DEFINE_bool("verbose_logging", False,
+                  "If true, all of the warnings related to data processing will be "
+                  "printed. A number of warnings are expected for a normal SQuAD "
+                  "evaluation.")
+flags.DEFINE_bool("version_2_with_negative", False,
+                  "If true, the SQuAD examples contain some that do not have an answer.")
+flags.DEFINE_float("null_score_diff_threshold", 0.0,
+                   "If null_score - best_non_null is greater than the threshold predict "
+                   "null.")
+
+
+def validate_flags(config):
+  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+  if not FLAGS.do_train and not FLAGS.do_predict:
+    raise UserError("At least one of `do_train` or `do_predict` must be True.")
+  if FLAGS.do_train and not FLAGS.train_file:
+    raise UserError("If `do_train` is True, then `train_file` must be specified.")
+  if FLAGS.do_predict and not FLAGS.predict_file:
+    raise UserError("If `do_predict` is True, then `predict_file` must be specified.")
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise UserError(
+        "Cannot use sequence length %d because the BERT model was only trained up "
+        "to sequence length %d (--max_seq_length, %s)." %
+        (FLAGS.max_seq_length, config.max_position_embeddings, FLAGS.bert_config_file))
+  if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
+    raise UserError("The max_seq_length (%d) must be greater than max_query_length "
+                    "(%d) + 3" % (FLAGS.max_seq_length, FLAGS.max_query_length))
+
+
+def _convert(examples, tokenizer, is_training, output_fn):
+  squad_data.convert_examples_to_features(
+      examples=examples, tokenizer=tokenizer, max_seq_length=FLAGS.max_seq_length,
+      doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
+      is_training=is_training, output_fn=output_fn)
+
+
+def train(strategy, model, tokenizer):
+  examples = squad_data.read_squad_examples(
+      FLAGS.train_file, is_training=True,
+      version_2_with_negative=FLAGS.version_2_with_negative)
+  if not examples:
+    raise UserError("%s has no usable training examples." % FLAGS.train_file)
+  num_train_steps = int(len(examples) / FLAGS.train_batch_size * FLAGS.num_train_epochs)
+  num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
+  random.Random(12345).shuffle(examples)  # The original's pre-shuffle.
+  path = os.path.join(FLAGS.output_dir, "train.tf_record")
+  with squad_data.FeatureWriter(path, is_training=True) as writer:
+    _convert(examples, tokenizer, True, writer.process_feature)
+  logging.info("***** Running training *****")
+  logging.info("  Num orig examples = %d", len(examples))
+  logging.info("  Num split examples = %d", writer.num_features)
+  logging.info("  Batch size = %d", FLAGS.train_batch_size)
+  logging.info("  Num steps = %d", num_train_steps)
+  del examples
+  with strategy.scope():
+    optimizer = run_flags.create_optimizer(FLAGS.learning_rate, num_train_steps,
+                                           num_warmup_steps)
+
+  def dataset_fn(per_replica_batch, input_context):
+    return squad_data.read_features(
+        path, FLAGS.max_seq_length, is_training=True, seed=FLAGS.seed,
+        input_context=input_context).batch(per_replica_batch, drop_remainder=True)
+  return run_flags.train(strategy, model, optimizer, dataset_fn,
+                         question_answering.SpanLoss(), FLAGS.output_dir, num_train_steps,
+                         FLAGS.train_batch_size, init_checkpoint=FLAGS.init_checkpoint)
+
+
+def predict(strategy, model, tokenizer):
+  examples = squad_data.read_squad_examples(
+      FLAGS.predict_file, is_training=False,
+      version_2_with_negative=FLAGS.version_2_with_negative)
+  path = os.path.join(FLAGS.output_dir, "eval.tf_record")
+  features = []
+  with squad_data.FeatureWriter(path, is_training=False) as writer:
+    def keep(feature):
+      features.append(feature)
+      writer.process_feature(feature)
+    _convert(examples, tokenizer, False, keep)
+  logging.info("***** Running predictions *****")
+  logging.info("  Num orig examples = %d", len(examples))
+  logging.info("  Num split examples = %d", len(features))
+  logging.info("  Batch size = %d", FLAGS.predict_batch_size)
+  if FLAGS.predict_batch_size % strategy.num_replicas_in_sync:
+    raise UserError("--predict_batch_size=%d must be divisible by the %d replicas." %
+                    (FLAGS.predict_batch_size, strategy.num_replicas_in_sync))
+  dataset = inference.padded_batches(
+      squad_data.read_features(path, FLAGS.max_seq_length, is_training=False),
+      len(features), FLAGS.predict_batch_size)
+  unique_ids, starts, ends = question_answering.predict_logits(strategy, model, dataset)
+  results = [squad_data.RawResult(unique_id=int(u), start_logits=[float(x) for x in s],
+                                  end_logits=[float(x) for x in e])
+             for u, s, e in zip(unique_ids[:len(features)], starts, ends)]
+  outputs = {name: os.path.join(FLAGS.output_dir, name) for name in (
+      "predictions.json", "nbest_predictions.json", "null_odds.json")}
+  squad_data.write_predictions(
+      examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length,
+      FLAGS.do_lower_case, outputs["predictions.json"], outputs["nbest_predictions.json"],
+      outputs["null_odds.json"], version_2_with_negative=FLAGS.version_2_with_negative,
+      null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+      verbose_logging=FLAGS.verbose_logging)
+  score(outputs)
+
+
+def score(outputs):
+  """squad_eval.json with the official metric, if the predict file has answers."""
+  with tf.io.gfile.GFile(FLAGS.predict_file, "r") as f:
+    dataset = json.load(f)
+  if not squad_eval.has_answers(dataset, FLAGS.version_2_with_negative):
+    logging.info("%s has no answers: no score.", FLAGS.predict_file)
+    return
+  with tf.io.gfile.GFile(outputs["predictions.json"], "r") as f:
+    predictions = json.load(f)
+  na_probs = None
+  if FLAGS.version_2_with_negative:
+    with tf.io.gfile.GFile(outputs["null_odds.json"], "r") as f:
+      na_probs = json.load(f)
+  results = squad_eval.evaluate(dataset, predictions, na_probs=na_probs)
+  path = os.path.join(FLAGS.output_dir, "squad_eval.json")
+  with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+    f.write(json.dumps(results, indent=2) + "\n")
+  tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+  logging.info("***** SQuAD evaluation (%s) *****", path)
+  for key, value in results.items():
+    logging.info("  %s = %s", key, value)
+
+
+def main(_):
+  logging.set_verbosity(logging.INFO)
+  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
+  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+  validate_flags(config)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+  with strategy.scope():
+    model = modeling.BertSpanPredictor(config)
+  if FLAGS.do_train:
+    train(strategy, model, tokenizer)
+  else:
+    train_loop.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+  if FLAGS.do_predict:
+    predict(strategy, model, tokenizer)
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("vocab_file")
+  flags.mark_flag_as_required("bert_config_file")
+  flags.mark_flag_as_required("output_dir")
+  cli.run(main)

@@ -1,0 +1,400 @@
+"""SQuAD data against the original's outputs (tests/data/squad_reference)."""
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import data_file, shared_path
+from data_prep import squad_data
+from data_prep import squad_eval
+from data_prep import tokenization
+from data_prep.errors import UserError
+
+REF = "squad_reference/"
+VOCAB = "vocab/bert_uncased_vocab.txt"
+LENGTHS = {"v1.1": (128, 64, 24), "v2.0": (128, 64, 24), "edge": (64, 16, 12),
+           "edge_v2": (64, 16, 12)}
+
+
+def _sha(text):
+  return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _ref(relative):
+  with open(data_file(REF + relative), encoding="utf-8") as f:
+    return json.load(f)
+
+
+def _input_path(name):
+  """Path of a reference input as the README names it."""
+  if name.startswith("edge.json"):
+    return data_file(REF + "edge.json")
+  return shared_path(name)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+  return tokenization.FullTokenizer(shared_path(VOCAB), do_lower_case=True)
+
+
+def _predict_file(run):
+  if run.startswith("edge"):
+    return data_file(REF + "edge.json")
+  version = "v2.0" if run.startswith("v2.0") else "v1.1"
+  return shared_path("checks/squad/%s/input_predict.json" % version)
+
+
+def _features(examples, tokenizer, lengths, is_training):
+  features = []
+  seq, stride, query = lengths
+  squad_data.convert_examples_to_features(examples, tokenizer, seq, stride, query,
+                                          is_training, features.append)
+  return features
+
+
+def _row(f, is_training):
+  row = {"unique_id": f.unique_id, "example_index": f.example_index,
+         "doc_span_index": f.doc_span_index, "tokens": f.tokens,
+         "token_to_orig_map": {str(k): v for k, v in f.token_to_orig_map.items()},
+         "token_is_max_context": {str(k): v for k, v in f.token_is_max_context.items()},
+         "input_ids": f.input_ids, "input_mask": f.input_mask,
+         "segment_ids": f.segment_ids}
+  if is_training:
+    row.update(start_position=f.start_position, end_position=f.end_position,
+               is_impossible=f.is_impossible)
+  return row
+
+
+def _check_features(features, expected, is_training):
+  rows = [_row(f, is_training) for f in features]
+  per = [[f.unique_id, f.example_index, f.doc_span_index, len(f.tokens),
+          sum(f.input_mask), _sha(json.dumps(r, sort_keys=True))]
+         for f, r in zip(features, rows)]
+  if "per_feature" in expected:
+    for got, want in zip(per, expected["per_feature"]):
+      assert got == want
+  assert len(features) == expected["num_features"]
+  assert _sha(json.dumps(rows, sort_keys=True)) == expected["sha256"]
+
+
+def _check_records(path, features, expected, is_training):
+  """Our writer emits the canonical (sorted-map) serialisation directly."""
+  with open(path, "rb") as f:
+    data = f.read()
+  assert len(data) == expected["file_bytes"]
+  assert hashlib.sha256(data).hexdigest() == expected["sha256_canonical_file"]
+  rows = []
+  for f in features:
+    row = {"unique_ids": [f.unique_id], "input_ids": f.input_ids,
+           "input_mask": f.input_mask, "segment_ids": f.segment_ids}
+    if is_training:
+      row.update(start_positions=[f.start_position], end_positions=[f.end_position],
+                 is_impossible=[int(f.is_impossible)])
+    rows.append(row)
+  assert _sha(json.dumps(rows, sort_keys=True)) == expected["sha256_features_json"]
+
+
+# --- Examples -----------------------------------------------------------------
+
+@pytest.mark.parametrize("index", range(7))
+def test_examples_match_the_original(index):
+  ref = _ref("examples.json")["sets"][index]
+  examples = squad_data.read_squad_examples(
+      _input_path(ref["file"]), ref["is_training"], ref["version_2_with_negative"])
+  assert len(examples) == ref["count"]
+  assert len(examples.skipped_qas_ids) == ref["skipped_warnings"]
+  rows = []
+  for e in examples:
+    row = [e.qas_id, len(e.doc_tokens), _sha(json.dumps(e.doc_tokens)),
+           _sha(json.dumps(e.question_text))]
+    if ref["is_training"]:
+      row += [e.orig_answer_text, e.start_position, e.end_position, e.is_impossible]
+    else:
+      assert e.orig_answer_text is None and e.start_position is None
+      assert e.is_impossible is False
+    rows.append(row)
+  assert rows == ref["examples"]
+  full = [[e.qas_id, e.question_text, e.doc_tokens, e.orig_answer_text,
+           e.start_position, e.end_position, e.is_impossible] for e in examples]
+  assert _sha(json.dumps(full)) == ref["sha256_all"]
+
+
+# --- Features -----------------------------------------------------------------
+
+@pytest.mark.parametrize("run", ["v1.1", "v2.0", "edge", "edge_v2"])
+def test_predict_features_and_records_match_the_original(run, tokenizer, tmp_path):
+  expected = _ref(run + "/features.json")
+  examples = squad_data.read_squad_examples(_predict_file(run), False,
+                                            run in ("v2.0", "edge_v2"))
+  assert len(examples) == expected["num_examples"]
+  path = str(tmp_path / "eval.tf_record")
+  features = []
+  with squad_data.FeatureWriter(path, is_training=False) as writer:
+    def both(feature):
+      features.append(feature)
+      writer.process_feature(feature)
+    squad_data.convert_examples_to_features(examples, tokenizer, *LENGTHS[run],
+                                            is_training=False, output_fn=both)
+  assert writer.num_features == len(features)
+  _check_features(features, expected, False)
+  _check_records(path, features, expected["eval.tf_record"], False)
+  assert os.listdir(str(tmp_path)) == ["eval.tf_record"]
+
+
+@pytest.mark.parametrize("key", ["v1.1", "v2.0", "edge"])
+def test_train_features_match_the_original(key, tokenizer, tmp_path):
+  ref = _ref("train_features/train_features.json")[key]
+  examples = squad_data.read_squad_examples(
+      _input_path(ref["train_file"]), True, ref["version_2_with_negative"])
+  assert len(examples) == ref["num_examples"]
+  assert examples.skipped_qas_ids == ref["skipped_qas_ids"]
+  assert examples.skip_warnings == ref["skip_warnings"]
+  lengths = (ref["max_seq_length"], ref["doc_stride"], ref["max_query_length"])
+  features = _features(examples, tokenizer, lengths, True)
+  expected = ref["file_order"]
+  _check_features(features, expected, True)
+  assert [[f.unique_id, f.start_position, f.end_position, f.is_impossible]
+          for f in features] == expected["positions"]
+
+  import random
+  shuffled = list(examples)
+  random.Random(12345).shuffle(shuffled)
+  assert [e.qas_id for e in shuffled] == ref["main_shuffled"]["qas_id_order"]
+  path = str(tmp_path / "train.tf_record")
+  with squad_data.FeatureWriter(path, is_training=True) as writer:
+    features = _features(shuffled, tokenizer, lengths, True)
+    for f in features:
+      writer.process_feature(f)
+  _check_features(features, ref["main_shuffled"], True)
+  _check_records(path, features, ref["main_shuffled"]["train.tf_record"], True)
+
+
+def test_feature_writer_leaves_nothing_on_failure(tmp_path):
+  path = str(tmp_path / "out.tf_record")
+  with pytest.raises(RuntimeError):
+    with squad_data.FeatureWriter(path, is_training=False):
+      raise RuntimeError("boom")
+  assert os.listdir(str(tmp_path)) == []
+
+
+def test_max_context_pass_equals_the_per_token_scan():
+  for num_tokens, max_doc, stride in [(1, 5, 2), (37, 10, 3), (50, 7, 7), (23, 8, 1)]:
+    spans = squad_data.doc_spans_of(num_tokens, max_doc, stride)
+    best = squad_data.max_context_spans(spans, num_tokens)
+    for index in range(len(spans)):
+      for position in range(spans[index][0], sum(spans[index])):
+        assert (best[position] == index) == squad_data._check_is_max_context(
+            spans, index, position)
+
+
+# --- Predictions --------------------------------------------------------------
+
+PREDICTION_RUNS = [
+    # run dir, logits/features from, v2, threshold, n_best_size, max_answer_length
+    ("v1.1", "v1.1", False, 0.0, 20, 30),
+    ("v2.0", "v2.0", True, 0.0, 20, 30),
+    ("v2.0_thresh", "v2.0", True, -1.0, 20, 30),
+    ("v2.0_thresh_m7", "v2.0", True, -7.0, 20, 30),
+    ("v1.1_nbest8_len2", "v1.1", False, 0.0, 8, 2),
+    ("edge", "edge", False, 0.0, 20, 30),
+    ("edge_v2", "edge_v2", True, 0.0, 20, 30),
+]
+
+
+def _close(a, b):
+  """Same JSON structure, texts and order; numbers within 1e-5."""
+  if isinstance(a, dict):
+    assert list(a) == list(b)
+    for k in a:
+      _close(a[k], b[k])
+  elif isinstance(a, list):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+      _close(x, y)
+  elif isinstance(a, float) or isinstance(b, float):
+    assert abs(a - b) <= 1e-5
+  else:
+    assert a == b
+
+
+@pytest.mark.parametrize("run,source,v2,threshold,n_best,max_len", PREDICTION_RUNS)
+def test_write_predictions_reproduces_the_original_files(
+    run, source, v2, threshold, n_best, max_len, tokenizer, tmp_path):
+  examples = squad_data.read_squad_examples(_predict_file(source), False, v2)
+  features = _features(examples, tokenizer, LENGTHS[source], False)
+  raw = np.load(data_file(REF + source + "/raw_results.npz"))
+  results = [squad_data.RawResult(int(u), [float(x) for x in s], [float(x) for x in e])
+             for u, s, e in zip(raw["unique_ids"], raw["start_logits"], raw["end_logits"])]
+  out = {name: str(tmp_path / name) for name in
+         ("predictions.json", "nbest_predictions.json", "null_odds.json")}
+  squad_data.write_predictions(
+      examples, features, results, n_best, max_len, True, out["predictions.json"],
+      out["nbest_predictions.json"], out["null_odds.json"],
+      version_2_with_negative=v2, null_score_diff_threshold=threshold)
+  names = ["predictions.json", "nbest_predictions.json"]
+  if v2:
+    names.append("null_odds.json")
+  assert sorted(os.listdir(str(tmp_path))) == sorted(names)
+  for name in names:
+    ref_path = data_file(REF + run + "/" + name)
+    if not os.path.exists(ref_path):
+      continue
+    with open(out[name], "rb") as f:
+      got = f.read()
+    with open(ref_path, "rb") as f:
+      want = f.read()
+    _close(json.loads(got), json.loads(want))
+    assert got == want, name
+
+
+def test_get_final_text_projects_back_or_gives_up():
+  assert squad_data.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
+  assert squad_data.get_final_text("1895", "(1895-1943).", True) == "1895"
+  # Not found: the whole original text.
+  assert squad_data.get_final_text("zzz", "Steve Smith's", True) == "Steve Smith's"
+
+
+# --- Bad input ----------------------------------------------------------------
+
+def _squad_file(tmp_path, text):
+  path = tmp_path / "bad.json"
+  path.write_text(text, encoding="utf-8")
+  return str(path)
+
+
+def _one_question(qa, context="Alpha beta gamma."):
+  return json.dumps({"data": [{"paragraphs": [{"context": context, "qas": [qa]}]}]})
+
+
+def test_malformed_json_names_the_file(tmp_path):
+  path = _squad_file(tmp_path, '{"data": [')
+  with pytest.raises(UserError, match="bad.json.*not a valid SQuAD JSON"):
+    squad_data.read_squad_examples(path, False)
+
+
+def test_missing_field_names_file_and_question(tmp_path):
+  path = _squad_file(tmp_path, _one_question({"id": "q-17", "answers": []}))
+  with pytest.raises(UserError, match="bad.json.*'q-17'.*\"question\""):
+    squad_data.read_squad_examples(path, False)
+  path = _squad_file(tmp_path, _one_question(
+      {"id": "q-18", "question": "Which?", "answers": [{"text": "beta"}]}))
+  with pytest.raises(UserError, match="bad.json.*'q-18'.*answer_start"):
+    squad_data.read_squad_examples(path, True)
+  path = _squad_file(tmp_path, _one_question(
+      {"id": "q-19", "question": "Which?", "answers": []}))
+  with pytest.raises(UserError, match="bad.json.*'q-19'.*is_impossible"):
+    squad_data.read_squad_examples(path, True, version_2_with_negative=True)
+
+
+def test_answer_outside_the_context_names_file_and_question(tmp_path):
+  path = _squad_file(tmp_path, _one_question(
+      {"id": "q-20", "question": "Which?",
+       "answers": [{"text": "gamma.", "answer_start": 14}]}))
+  with pytest.raises(UserError, match="bad.json.*'q-20'.*outside the context"):
+    squad_data.read_squad_examples(path, True)
+  # Prediction ignores the answers, as the original.
+  assert len(squad_data.read_squad_examples(path, False)) == 1
+
+
+# --- Evaluation ---------------------------------------------------------------
+
+def _dataset(questions, version="1.1"):
+  """questions: (id, [gold texts], is_impossible)."""
+  qas = [{"id": qid, "question": "?", "is_impossible": impossible,
+          "answers": [{"text": t, "answer_start": 0} for t in golds]}
+         for qid, golds, impossible in questions]
+  return {"version": version, "data": [{"paragraphs": [{"context": "x", "qas": qas}]}]}
+
+
+def test_normalisation_and_scores():
+  norm = squad_eval.normalize_answer
+  assert norm("The  Cat,  sat!") == "cat sat"
+  assert norm("an apple and A pear") == "apple and pear"
+  assert norm("theatre") == "theatre"  # Articles only as whole words.
+  assert squad_eval.exact_match_score("the Eiffel-Tower.", "eiffeltower")
+  # pred "big red dog" vs gold "red dog barks": 2 common, P=2/3, R=2/3.
+  assert squad_eval.f1_score("big red dog", "the red dog barks") == pytest.approx(2 / 3)
+  assert squad_eval.f1_score("", "dog") == 0.0
+
+
+def test_v1_evaluate_takes_the_best_gold_answer():
+  dataset = _dataset([("a", ["Denver Broncos", "the Broncos"], False),
+                      ("b", ["1990"], False), ("c", ["x y z w"], False)])
+  # a: "Broncos" == "the Broncos" after normalisation (EM 1, F1 1);
+  # b: wrong (0, 0); c: "x y" vs "x y z w": P=1, R=1/2, F1=2/3, EM 0.
+  result = squad_eval.evaluate(dataset, {"a": "Broncos!", "b": "1991", "c": "x y"})
+  assert result["exact"] == pytest.approx(100 / 3)
+  assert result["exact_match"] == result["exact"]
+  assert result["f1"] == pytest.approx(100 * (1 + 0 + 2 / 3) / 3)
+  assert result["total"] == 3
+
+
+def test_v2_evaluate_with_best_threshold():
+  dataset = _dataset([("h1", ["blue"], False), ("h2", ["red car"], False),
+                      ("n1", [], True), ("n2", [], True)], version="v2.0")
+  preds = {"h1": "blue", "h2": "car", "n1": "", "n2": "green"}
+  # Raw: h1 EM1 F1 1; h2 EM0 F1 2/3 (P=1, R=1/2); n1 gold [""] vs "" -> 1/1;
+  # n2 gold [""] vs "green" -> 0/0.
+  na = {"h1": 0.1, "h2": 0.6, "n1": 0.3, "n2": 0.8}
+  result = squad_eval.evaluate(dataset, preds, na_probs=na, na_prob_thresh=0.5)
+  # Threshold 0.5: h2 and n2 are predicted "no answer": h2 -> 0, n2 -> 1.
+  # exact = (1 + 0 + 1 + 1) / 4, f1 = (1 + 0 + 1 + 1) / 4.
+  assert result["exact"] == pytest.approx(75.0)
+  assert result["f1"] == pytest.approx(75.0)
+  assert result["HasAns_exact"] == pytest.approx(50.0)
+  assert result["HasAns_f1"] == pytest.approx(50.0)
+  assert result["NoAns_exact"] == pytest.approx(100.0)
+  assert result["HasAns_total"] == 2 and result["NoAns_total"] == 2
+  # Best threshold by hand: start with everything "no answer" (score = 2
+  # no-answer questions right), then admit questions by ascending na prob:
+  #   exact: h1 (0.1) +1 -> 3 (best, thresh 0.1); n1 (0.3) has "" -> +0 -> 3;
+  #          h2 (0.6) +0 -> 3; n2 (0.8) has an answer -> -1 -> 2.
+  #   f1:    h1 +1 -> 3 (thresh 0.1); n1 +0; h2 +2/3 -> 3.667 (best, 0.6);
+  #          n2 -1 -> 2.667.
+  assert result["best_exact"] == pytest.approx(75.0)
+  assert result["best_exact_thresh"] == pytest.approx(0.1)
+  assert result["best_f1"] == pytest.approx(100 * (11 / 3) / 4)
+  assert result["best_f1_thresh"] == pytest.approx(0.6)
+  no_probs = squad_eval.evaluate(dataset, preds)
+  # Without probabilities nothing is thresholded: (1 + 0 + 1 + 0) / 4.
+  assert no_probs["exact"] == pytest.approx(50.0)
+  assert no_probs["f1"] == pytest.approx(100 * (1 + 2 / 3 + 1) / 4)
+  assert "best_f1" not in no_probs
+
+
+def test_evaluate_on_reference_predictions():
+  """Smoke test on real files: scores in percent, every question counted."""
+  with open(shared_path("checks/squad/v2.0/input_predict.json")) as f:
+    dataset = json.load(f)
+  preds = _ref("v2.0/predictions.json")
+  odds = _ref("v2.0/null_odds.json")
+  result = squad_eval.evaluate(dataset, preds, na_probs=odds, na_prob_thresh=0.0)
+  assert result["total"] == 42
+  assert 0.0 <= result["exact"] <= result["f1"] <= 100.0
+  assert result["best_f1"] >= result["f1"] - 1e-9
+
+
+def test_has_answers_tells_scorable_files():
+  assert squad_eval.has_answers(_dataset([("a", ["x"], False)]))
+  assert not squad_eval.has_answers(_dataset([("a", [], False)]))
+  assert squad_eval.has_answers(_dataset([("n", [], True)], "v2.0"), True)
+
+
+def test_records_read_back_as_int32_feature_dicts(tokenizer, tmp_path):
+  examples = squad_data.read_squad_examples(data_file(REF + "edge.json"), True)
+  path = str(tmp_path / "train.tf_record")
+  with squad_data.FeatureWriter(path, is_training=True) as writer:
+    features = _features(examples, tokenizer, LENGTHS["edge"], True)
+    for f in features:
+      writer.process_feature(f)
+  read = list(squad_data.read_features(path, 64, is_training=False).take(3))
+  for f, got in zip(features, read):
+    assert int(got["unique_ids"]) == f.unique_id
+    assert got["input_ids"].numpy().tolist() == f.input_ids
+    assert got["segment_ids"].dtype.name == "int32"
+  training = next(iter(squad_data.read_features(path, 64, is_training=True, seed=1)))
+  assert set(training) == {"unique_ids", "input_ids", "input_mask", "segment_ids",
+                           "start_positions", "end_positions"}

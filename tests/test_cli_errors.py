@@ -96,3 +96,23 @@ def test_run_classifier_bad_inputs(tmp_path):
                        "--init_checkpoint=" + data_file("modeling_reference/model.ckpt"))
   _assert_one_line_error(result, "run_classifier.py", "has shape", "bert/embeddings")
   assert not (tmp_path / "out" / "eval_results.txt").exists()
+
+
+def test_run_squad_bad_inputs(tmp_path):
+  common = ["--vocab_file=" + shared_path("vocab/bert_uncased_vocab.txt"),
+            "--bert_config_file=" + data_file(EVAL_REF + "bert_config.json"),
+            "--output_dir=%s" % (tmp_path / "out"), "--do_predict",
+            "--max_seq_length=64", "--max_query_length=16"]
+  bad = tmp_path / "bad.json"
+  bad.write_text('{"version": "1.1", "data": [')
+  result = _run(["run_squad.py"], "--predict_file=%s" % bad, *common)
+  _assert_one_line_error(result, "run_squad.py", "bad.json")
+  missing_id = tmp_path / "missing.json"
+  missing_id.write_text('{"data": [{"paragraphs": [{"context": "A b c.", '
+                        '"qas": [{"question": "What?", "answers": []}]}]}]}')
+  result = _run(["run_squad.py"], "--predict_file=%s" % missing_id, *common)
+  _assert_one_line_error(result, "run_squad.py", "missing.json")
+  result = _run(["run_squad.py"], "--predict_file=%s" % bad, *common[:-1],
+                "--max_query_length=64")
+  _assert_one_line_error(result, "run_squad.py", "max_seq_length (64)", "max_query_length")
+  assert not (tmp_path / "out" / "predictions.json").exists()

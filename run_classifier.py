@@ -37,45 +37,24 @@ from modeling import train_loop
 
 FLAGS = flags.FLAGS
 
-# The original's flags, names and defaults unchanged (the TPU flags are in
-# modeling/run_flags.py, shared with the other scripts).
+# The original's flags, names and defaults unchanged: those shared with the
+# other scripts (and the TPU flags) are defined in modeling/run_flags.py.
+run_flags.define_fine_tuning_flags()
+flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("data_dir", None,
                     "The input data dir. Should contain the .tsv files (or other data "
                     "files) for the task; `tfds` reads the task from "
                     "tensorflow-datasets instead.")
-flags.DEFINE_string("bert_config_file", None,
-                    "The config json file corresponding to the pre-trained BERT model. "
-                    "This specifies the model architecture.")
 flags.DEFINE_string("task_name", None, "The name of the task to train.")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_string("output_dir", None,
-                    "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained BERT model).")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for uncased "
-                  "models and False for cased models.")
 flags.DEFINE_integer("max_seq_length", 128,
                      "The maximum total input sequence length after WordPiece "
                      "tokenization. Sequences longer than this will be truncated, and "
                      "sequences shorter than this will be padded.")
-flags.DEFINE_bool("do_train", False, "Whether to run training.")
 flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
 flags.DEFINE_bool("do_predict", False,
                   "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-flags.DEFINE_float("warmup_proportion", 0.1,
-                   "Proportion of training to perform linear learning rate warmup for. "
-                   "E.g., 0.1 = 10% of training.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000,
-                     "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000,
-                     "How many steps to make in each estimator call.")
 
 # Additions.
 flags.DEFINE_string("export_dir", None,

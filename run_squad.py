@@ -39,24 +39,14 @@ from modeling import train_loop
 
 FLAGS = flags.FLAGS
 
-# The original's flags, names and defaults unchanged (the TPU flags are in
-# modeling/run_flags.py, shared with the other scripts).
-flags.DEFINE_string("bert_config_file", None,
-                    "The config json file corresponding to the pre-trained BERT model. "
-                    "This specifies the model architecture.")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_string("output_dir", None,
-                    "The output directory where the model checkpoints will be written.")
+# The original's flags, names and defaults unchanged: those shared with the
+# other scripts (and the TPU flags) are defined in modeling/run_flags.py.
+run_flags.define_fine_tuning_flags()
+flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("train_file", None,
                     "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None,
                     "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained BERT model).")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for uncased "
-                  "models and False for cased models.")
 flags.DEFINE_integer("max_seq_length", 384,
                      "The maximum total input sequence length after WordPiece "
                      "tokenization. Sequences longer than this will be truncated, and "
@@ -67,19 +57,8 @@ flags.DEFINE_integer("doc_stride", 128,
 flags.DEFINE_integer("max_query_length", 64,
                      "The maximum number of tokens for the question. Questions longer "
                      "than this will be truncated to this length.")
-flags.DEFINE_bool("do_train", False, "Whether to run training.")
 flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-flags.DEFINE_float("warmup_proportion", 0.1,
-                   "Proportion of training to perform linear learning rate warmup for. "
-                   "E.g., 0.1 = 10% of training.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000,
-                     "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000,
-                     "How many steps to make in each estimator call.")
 flags.DEFINE_integer("n_best_size", 20,
                      "The total number of n-best predictions to generate in the "
                      "nbest_predictions.json output file.")

@@ -28,37 +28,25 @@ from modeling import train_loop
 
 FLAGS = flags.FLAGS
 
-# The original's flags, names and defaults unchanged.
-flags.DEFINE_string("bert_config_file", None,
-                    "The config json file corresponding to the pre-trained BERT "
-                    "model. This specifies the model architecture.")
+# The original's flags, names and defaults unchanged: those shared with the
+# other scripts (and the TPU flags) are defined in modeling/run_flags.py.
+run_flags.define_training_flags()
+flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None,
                     "Input TF example files (can be a glob or comma separated).")
-flags.DEFINE_string("output_dir", None,
-                    "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained BERT model).")
 flags.DEFINE_integer("max_seq_length", 128,
                      "The maximum total input sequence length after WordPiece "
                      "tokenization. Must match the data generation.")
 flags.DEFINE_integer("max_predictions_per_seq", 20,
                      "Maximum number of masked LM predictions per sequence. "
                      "Must match data generation.")
-flags.DEFINE_bool("do_train", False, "Whether to run training.")
 flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
 flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000,
-                     "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000,
-                     "How many steps to make in each estimator call.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-# The original's TPU flags and our additions (strategy, XLA, precision, ...)
-# are shared by every run_*.py: modeling/run_flags.py.
 
+# Additions besides the shared ones.
 flags.DEFINE_bool("eval_one_pass", False,
                   "Evaluate every record once instead of --max_eval_steps batches "
                   "of a repeated input.")

@@ -43,32 +43,38 @@ flags.DEFINE_integer("num_cpu_devices", 1,
                      "--distribution_strategy=mirrored on a CPU-only machine).")
 
 
-def define_fine_tuning_flags():
-  """The original flags that run_classifier.py and run_squad.py share, with
-  the original's names, help and defaults; each script adds its own."""
+def define_training_flags():
+  """The original flags every run_*.py shares, with the original's names,
+  help and defaults; each script adds its own."""
   flags.DEFINE_string("bert_config_file", None,
                       "The config json file corresponding to the pre-trained BERT model. "
                       "This specifies the model architecture.")
-  flags.DEFINE_string("vocab_file", None,
-                      "The vocabulary file that the BERT model was trained on.")
   flags.DEFINE_string("output_dir", None,
                       "The output directory where the model checkpoints will be written.")
   flags.DEFINE_string("init_checkpoint", None,
                       "Initial checkpoint (usually from a pre-trained BERT model).")
-  flags.DEFINE_bool("do_lower_case", True,
-                    "Whether to lower case the input text. Should be True for uncased "
-                    "models and False for cased models.")
   flags.DEFINE_bool("do_train", False, "Whether to run training.")
   flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
   flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
-  flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-  flags.DEFINE_float("warmup_proportion", 0.1,
-                     "Proportion of training to perform linear learning rate warmup for. "
-                     "E.g., 0.1 = 10% of training.")
   flags.DEFINE_integer("save_checkpoints_steps", 1000,
                        "How often to save the model checkpoint.")
   flags.DEFINE_integer("iterations_per_loop", 1000,
                        "How many steps to make in each estimator call.")
+
+
+def define_fine_tuning_flags():
+  """define_training_flags, plus the original flags that run_classifier.py
+  and run_squad.py also share."""
+  define_training_flags()
+  flags.DEFINE_string("vocab_file", None,
+                      "The vocabulary file that the BERT model was trained on.")
+  flags.DEFINE_bool("do_lower_case", True,
+                    "Whether to lower case the input text. Should be True for uncased "
+                    "models and False for cased models.")
+  flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+  flags.DEFINE_float("warmup_proportion", 0.1,
+                     "Proportion of training to perform linear learning rate warmup for. "
+                     "E.g., 0.1 = 10% of training.")
 
 
 def create_strategy():

@@ -57,9 +57,6 @@ flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
 
 # Additions.
-flags.DEFINE_string("export_dir", None,
-                    "Write a SavedModel for TF Serving here (raw text in, "
-                    "probabilities out) after training.")
 flags.DEFINE_string("xnli_language", "zh", "The XNLI language to train and evaluate on.")
 
 

@@ -10,7 +10,8 @@
 Writes what the original writes (train.tf_record, eval.tf_record,
 predictions.json, nbest_predictions.json, and null_odds.json with
 --version_2_with_negative), plus `squad_eval.json` with SQuAD's official
-metric when the predict file has answers. Re-running the same command
+metric when the predict file has answers, and with --export_dir a SavedModel
+that answers (question, context) strings under TF Serving. Re-running the same command
 resumes training from the last checkpoint in --output_dir.
 """
 
@@ -79,8 +80,9 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
 
 def validate_flags(config):
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-  if not FLAGS.do_train and not FLAGS.do_predict:
-    raise UserError("At least one of `do_train` or `do_predict` must be True.")
+  if not FLAGS.do_train and not FLAGS.do_predict and not FLAGS.export_dir:
+    raise UserError("At least one of `do_train` or `do_predict` must be True "
+                    "(or --export_dir given).")
   if FLAGS.do_train and not FLAGS.train_file:
     raise UserError("If `do_train` is True, then `train_file` must be specified.")
   if FLAGS.do_predict and not FLAGS.predict_file:
@@ -207,6 +209,16 @@ def main(_):
     train_loop.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
   if FLAGS.do_predict:
     predict(strategy, model, tokenizer)
+  if FLAGS.export_dir:
+    from modeling import export  # Imports tensorflow-text, needed only here.
+    export.export_span_predictor(
+        model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length,
+        version_2_with_negative=FLAGS.version_2_with_negative,
+        null_score_diff_threshold=FLAGS.null_score_diff_threshold)
+    logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 
 if __name__ == "__main__":

@@ -380,6 +380,11 @@ class GraphTokenizer(tf.Module):
     self.cls_id = vocab.get(tokenization.CLS_TOKEN)
     self.sep_id = vocab.get(tokenization.SEP_TOKEN)
     tokens = list(vocab)
+    # Id -> token; a repeated token's earlier lines are ids no lookup gives.
+    id_to_token = [""] * self.vocab_size
+    for token, index in vocab.items():
+      id_to_token[index] = token
+    self.id_to_token = tf.constant(id_to_token, tf.string)
     self._vocab_table = tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(
             tf.constant(tokens, tf.string),
@@ -401,7 +406,7 @@ class GraphTokenizer(tf.Module):
 
   def tokenize(self, texts):
     """tf.string [batch] -> tf.RaggedTensor tf.string [batch, (tokens)]."""
-    return self._word_pieces(self._basic_tokens(texts))
+    return self._word_pieces(self.basic_tokenize(texts))
 
   def tokenize_to_ids(self, texts):
     """tf.string [batch] -> tf.RaggedTensor int32 [batch, (tokens)]."""
@@ -409,7 +414,7 @@ class GraphTokenizer(tf.Module):
     ids = tf.cast(self._vocab_table.lookup(pieces.flat_values), tf.int32)
     return pieces.with_flat_values(ids)
 
-  def _basic_tokens(self, texts):
+  def basic_tokenize(self, texts):
     """What `BasicTokenizer.tokenize` returns, as a [batch, (words)] RaggedTensor."""
     texts = tf.convert_to_tensor(texts, tf.string)
     code_points = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")

@@ -1,9 +1,11 @@
-"""SavedModel export of a fine-tuned classifier, for TF Serving.
+"""SavedModel exports of fine-tuned models, for TF Serving.
 
     export_classifier(model, "export/1", vocab_file, do_lower_case=True,
                       max_seq_length=128, label_list=["0", "1"])
+    export_span_predictor(model, "export/1", vocab_file, do_lower_case=True,
+                          max_seq_length=384, doc_stride=128, ...)
 
-The SavedModel has three signatures:
+A classifier's SavedModel has three signatures:
   * `serving_default`: raw text in (`text_a`, and `text_b` for sentence-pair
     tasks; an empty `text_b` means a single sentence), `probabilities` and
     `label` out (`score` for regression). Tokenization, truncation and
@@ -12,7 +14,15 @@ The SavedModel has three signatures:
     outputs.
   * `tokenize`: the text inputs in, the three feature tensors
     [batch, max_seq_length] int32 out.
-The model is traced with plain TensorFlow ops (no XLA kernels), so stock
+A SQuAD model's SavedModel has two:
+  * `serving_default`: `question` and `context` strings in; `answer` (what
+    run_squad.py's predictions.json would say) with the `start_logit`,
+    `end_logit` and `score` of the best span out (plus `null_odds` for SQuAD
+    2.0). Windows, n-best ranking and the projection of the answer onto the
+    context run inside the graph (data_prep/graph_squad.py).
+  * `serve_features`: `input_ids`, `input_mask`, `segment_ids` of windows in,
+    `start_logits` and `end_logits` out.
+Models are traced with plain TensorFlow ops (no XLA kernels), so stock
 `tensorflow_model_server` runs it; only tensorflow-text's ops are needed
 besides TensorFlow's own.
 """
@@ -20,6 +30,7 @@ besides TensorFlow's own.
 import tensorflow as tf
 
 from data_prep import graph_features
+from data_prep import graph_squad
 from data_prep import graph_tokenization
 from modeling import fused
 
@@ -93,16 +104,9 @@ def classifier_signatures(server, sentence_pair=True):
     }
 
 
-def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                      label_list, is_regression=False, sentence_pair=True):
-  """Writes the SavedModel (see the module docstring); returns export_dir.
-
-  Written to a temporary directory and renamed, so an interrupted export
-  leaves nothing under `export_dir`.
-  """
-  tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
-  server = ClassifierServer(model, tokenizer, max_seq_length, label_list, is_regression)
-  signatures = classifier_signatures(server, sentence_pair)
+def _save(server, export_dir, signatures):
+  """Writes to a temporary directory and renames it, so an interrupted
+  export leaves nothing under `export_dir`."""
   temporary = export_dir.rstrip("/") + ".tmp-export"
   if tf.io.gfile.exists(temporary):
     tf.io.gfile.rmtree(temporary)
@@ -111,6 +115,72 @@ def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_leng
     tf.io.gfile.rmtree(export_dir)
   tf.io.gfile.rename(temporary, export_dir)
   return export_dir
+
+
+def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                      label_list, is_regression=False, sentence_pair=True):
+  """Writes the classifier's SavedModel (see the module docstring); returns
+  export_dir."""
+  tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+  server = ClassifierServer(model, tokenizer, max_seq_length, label_list, is_regression)
+  return _save(server, export_dir, classifier_signatures(server, sentence_pair))
+
+
+class SpanServer(tf.Module):
+  """What a SQuAD SavedModel holds: the span model, the tokenizer and the
+  run_squad.py settings its answers depend on."""
+
+  def __init__(self, model, tokenizer, max_seq_length=384, doc_stride=128,
+               max_query_length=64, n_best_size=20, max_answer_length=30,
+               version_2_with_negative=False, null_score_diff_threshold=0.0):
+    super().__init__(name="span_server")
+    self.model = model
+    self.tokenizer = tokenizer
+    self.settings = dict(
+        max_seq_length=max_seq_length, doc_stride=doc_stride,
+        max_query_length=max_query_length, n_best_size=n_best_size,
+        max_answer_length=max_answer_length,
+        version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=null_score_diff_threshold)
+
+  def logits(self, features):
+    outputs = self.model({n: features[n] for n in _FEATURE_NAMES}, training=False)
+    return {"start_logits": tf.cast(outputs["start_logits"], tf.float32),
+            "end_logits": tf.cast(outputs["end_logits"], tf.float32)}
+
+  def answers(self, question, context):
+    s = self.settings
+    features = graph_squad.windows(self.tokenizer, question, context, s["max_seq_length"],
+                                   s["doc_stride"], s["max_query_length"])
+    logits = self.logits(features)
+    return graph_squad.best_answers(
+        self.tokenizer, features, logits["start_logits"], logits["end_logits"],
+        tf.shape(question)[0], s["n_best_size"], s["max_answer_length"],
+        s["version_2_with_negative"], s["null_score_diff_threshold"])
+
+
+def span_signatures(server):
+  """serving_default (question, context -> answer) and serve_features."""
+  @tf.function(input_signature=[_text_spec("question"), _text_spec("context")])
+  def serve_text(question, context):
+    return server.answers(question, context)
+
+  @tf.function(input_signature=_feature_specs())
+  def serve_features(input_ids, input_mask, segment_ids):
+    return server.logits({"input_ids": input_ids, "input_mask": input_mask,
+                          "segment_ids": segment_ids})
+
+  with fused.plain_ops():
+    return {"serving_default": serve_text.get_concrete_function(),
+            "serve_features": serve_features.get_concrete_function()}
+
+
+def export_span_predictor(model, export_dir, vocab_file, do_lower_case, **settings):
+  """Writes a SQuAD model's SavedModel; `settings` are SpanServer's keyword
+  arguments (run_squad.py's flags of the same names). Returns export_dir."""
+  tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+  server = SpanServer(model, tokenizer, **settings)
+  return _save(server, export_dir, span_signatures(server))
 
 
 def xla_functions(export_dir):

@@ -1,7 +1,9 @@
-"""Asks an exported classifier about raw text, as a TF Serving client would.
+"""Asks an exported model about raw text, as a TF Serving client would.
 
   python modeling/query_export.py --export_dir=export/ \\
     --text_a="The cat sat." --text_b="A cat was sitting."
+  python modeling/query_export.py --export_dir=squad_export/ \\
+    --question="Who sat?" --context="The cat sat on the mat."
 
 Loads the SavedModel with TensorFlow and tensorflow-text only (none of this
 project's code) and prints what its `serving_default` signature returns.
@@ -14,12 +16,21 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 
 
-def query(export_dir, texts_a, texts_b=None):
-  """serving_default's outputs for the texts, as Python lists."""
+def query(export_dir, **texts):
+  """serving_default's outputs for lists of strings named as its inputs
+  (text_a [and text_b], or question and context), as Python lists. A
+  missing text_b is empty: single sentences."""
   serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-  inputs = {"text_a": tf.constant(texts_a)}
-  if "text_b" in serve.structured_input_signature[1]:
-    inputs["text_b"] = tf.constant(texts_b if texts_b is not None else [""] * len(texts_a))
+  names = sorted(serve.structured_input_signature[1])
+  rows = len(next(v for v in texts.values() if v is not None))
+  inputs = {}
+  for name in names:
+    values = texts.get(name)
+    if values is None:
+      if name != "text_b":
+        raise ValueError("%s needs --%s." % (export_dir, name))
+      values = [""] * rows
+    inputs[name] = tf.constant(values)
   outputs = serve(**inputs)
   return {k: [x.decode("utf-8") if isinstance(x, bytes) else x for x in v.numpy().tolist()]
           for k, v in outputs.items()}
@@ -28,10 +39,17 @@ def query(export_dir, texts_a, texts_b=None):
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--export_dir", required=True)
-  parser.add_argument("--text_a", action="append", required=True)
-  parser.add_argument("--text_b", action="append")
+  for name in ("text_a", "text_b", "question", "context"):
+    parser.add_argument("--" + name, action="append")
   args = parser.parse_args()
-  for key, values in query(args.export_dir, args.text_a, args.text_b).items():
+  texts = {k: v for k, v in vars(args).items() if k != "export_dir" and v is not None}
+  if not texts:
+    parser.error("give --text_a (and --text_b), or --question and --context")
+  try:
+    outputs = query(args.export_dir, **texts)
+  except ValueError as e:
+    parser.error(str(e))
+  for key, values in outputs.items():
     print("%s: %s" % (key, json.dumps(values, ensure_ascii=False)))
 
 

@@ -75,6 +75,10 @@ def define_fine_tuning_flags():
   flags.DEFINE_float("warmup_proportion", 0.1,
                      "Proportion of training to perform linear learning rate warmup for. "
                      "E.g., 0.1 = 10% of training.")
+  # Addition.
+  flags.DEFINE_string("export_dir", None,
+                      "Write a SavedModel for TF Serving here (raw text in, the task's "
+                      "answer out; see modeling/export.py) at the end of the run.")
 
 
 def create_strategy():

@@ -43,7 +43,7 @@ class _Pair(object):
 
   def _basic_tokens_pieces_and_ids(self, texts):
     """The steps of tokenize_to_ids, each returned (one pass for all three)."""
-    words = self.graph._basic_tokens(texts)
+    words = self.graph.basic_tokenize(texts)
     pieces = self.graph._word_pieces(words)
     ids = self.graph._vocab_table.lookup(pieces.flat_values)
     return words, pieces, pieces.with_flat_values(tf.cast(ids, tf.int32))

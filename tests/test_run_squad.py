@@ -3,6 +3,7 @@
 tests/data/squad_reference/README.md says how each reference was made.
 """
 
+import hashlib
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file, shared_path
+from conftest import REPO_ROOT, data_file, kill_when_written, shared_path
 
 REF = "squad_reference/"
 CONFIG = data_file("eval_reference/bert_config.json")
@@ -63,10 +64,43 @@ def _assert_same_nbest(ours, theirs):
                                  err_msg="%s %s" % (qas_id, key))
 
 
+# Runs that also export a SavedModel, whose raw-text answers must be the
+# original's predictions too.
+EXPORTED = ("v1.1", "v2.0_thresh_m7")
+
+
+def _assert_export_answers_as_the_original(export_dir, predict_file, reference, v2):
+  import tensorflow_text  # noqa: F401  (the tokenizer's ops)
+  from modeling import export
+  assert export.xla_functions(str(export_dir)) == []
+  with open(predict_file, encoding="utf-8") as f:
+    data = json.load(f)["data"]
+  qas = [(q["id"], q["question"], p["context"])
+         for a in data for p in a["paragraphs"] for q in p["qas"]]
+  serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+  out = serve(question=tf.constant([q for _, q, _ in qas]),
+              context=tf.constant([c for _, _, c in qas]))
+  predictions = _load(os.path.join(reference, "predictions.json"))
+  assert [a.decode("utf-8") for a in out["answer"].numpy()] == [
+      predictions[i] for i, _, _ in qas]
+  if v2:
+    # A threshold changes no null odds: its reference keeps only predictions.
+    null_odds = _load(data_file(REF + "v2.0/null_odds.json"))
+    np.testing.assert_allclose(out["null_odds"].numpy(), [null_odds[i] for i, _, _ in qas],
+                               rtol=0, atol=1e-5)
+  else:
+    nbest = _load(os.path.join(reference, "nbest_predictions.json"))
+    for key in ("start_logit", "end_logit"):
+      np.testing.assert_allclose(out[key].numpy(), [nbest[i][0][key] for i, _, _ in qas],
+                                 rtol=0, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_predict_reproduces_the_original(tmp_path, name):
   predict_file, v2, threshold, extra = RUNS[name]
   output_dir = tmp_path / "out"
+  if name in EXPORTED:
+    extra = extra + ["--export_dir=%s" % (tmp_path / "export")]
   result = run_squad([
       "--do_predict", "--predict_file=" + shared_path(predict_file),
       "--vocab_file=" + shared_path(UNCASED), "--bert_config_file=" + CONFIG,
@@ -89,3 +123,88 @@ def test_predict_reproduces_the_original(tmp_path, name):
   assert {"exact", "f1", "total"} <= set(scores)
   if v2:
     assert {"HasAns_exact", "NoAns_exact", "best_f1", "best_f1_thresh"} <= set(scores)
+  if name in EXPORTED:
+    _assert_export_answers_as_the_original(tmp_path / "export", shared_path(predict_file),
+                                           reference, v2)
+
+
+def test_three_training_steps_match_the_original(tmp_path):
+  """The original's model_fn in TRAIN mode (its span loss and optimizer),
+  step for step on its first 24 training features (dropout off)."""
+  from data_prep import squad_data
+  from data_prep import tokenization
+  import modeling
+  from modeling import optimization
+  from modeling import question_answering
+  reference = dict(np.load(data_file(REF + "train_steps.npz")))
+  with open(CONFIG) as f:
+    values = json.load(f)
+  values.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  model = modeling.BertSpanPredictor(modeling.BertConfig.from_dict(values))
+  modeling.load_checkpoint(model, squad_checkpoint(tmp_path), log=False)
+
+  tokenizer = tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
+  examples = squad_data.read_squad_examples(
+      shared_path("checks/squad/v1.1/input_train_format.json"), is_training=True)
+  features = []
+  squad_data.convert_examples_to_features(examples, tokenizer, 128, 64, 24, True,
+                                          features.append)
+  names = ("input_ids", "input_mask", "segment_ids", "start_positions", "end_positions")
+  arrays = [np.array([getattr(f, k) for f in features[:24]], np.int32) for k in (
+      "input_ids", "input_mask", "segment_ids", "start_position", "end_position")]
+  digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
+  assert digest.hexdigest() == str(reference["inputs_sha256"])
+
+  optimizer = optimization.create_optimizer(2e-3, num_train_steps=6, num_warmup_steps=2)
+  loss_fn = question_answering.SpanLoss()
+  losses, learning_rates = [], []
+  for step in range(3):
+    batch = {k: tf.constant(a[8 * step:8 * step + 8]) for k, a in zip(names, arrays)}
+    learning_rates.append(float(optimizer.learning_rate))
+    with tf.GradientTape() as tape:
+      loss = loss_fn(model, batch, loss_fn.totals(batch))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                  model.trainable_variables))
+    losses.append(float(loss))
+  np.testing.assert_allclose(learning_rates, reference["learning_rates"], atol=1e-9)
+  np.testing.assert_allclose(losses, reference["losses"], rtol=0, atol=1e-5)
+  variables = model.original_names()
+  for key, value in reference.items():
+    if key.startswith("var/"):
+      np.testing.assert_allclose(variables[key[4:]].numpy(), value, rtol=0, atol=1e-5,
+                                 err_msg=key)
+  rows = reference["rows/bert/embeddings/word_embeddings"]
+  np.testing.assert_allclose(variables["bert/embeddings/word_embeddings"].numpy()[rows],
+                             reference["var_rows/bert/embeddings/word_embeddings"],
+                             rtol=0, atol=1e-5)
+
+
+def test_killed_training_resumes_to_the_same_predictions(tmp_path):
+  """Killed after its first checkpoint and run again, training ends where an
+  uninterrupted run ends: the same predictions and logits."""
+  def args(output_dir):  # 26 questions, batch 8, 4 epochs: 13 steps.
+    return ["--do_train", "--do_predict", "--vocab_file=" + shared_path(UNCASED),
+            "--train_file=" + shared_path("checks/squad/v1.1/input_train_format.json"),
+            "--predict_file=" + shared_path("checks/squad/v1.1/input_predict.json"),
+            "--bert_config_file=" + CONFIG, "--init_checkpoint=" + squad_checkpoint(tmp_path),
+            "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16",
+            "--train_batch_size=8", "--num_train_epochs=4", "--learning_rate=1e-3",
+            "--save_checkpoints_steps=6", "--iterations_per_loop=2",
+            "--output_dir=%s" % output_dir]
+
+  straight = tmp_path / "straight"
+  result = run_squad(args(straight))
+  assert result.returncode == 0, result.stderr[-3000:]
+  killed = tmp_path / "killed"
+  kill_when_written([sys.executable, "run_squad.py"] + args(killed), killed / "ckpt-6.index")
+  assert (killed / "ckpt-6.index").exists() and not (killed / "ckpt-12.index").exists()
+  assert not (killed / "predictions.json").exists()
+  result = run_squad(args(killed))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "Resuming from" in result.stderr
+  assert _load(killed / "predictions.json") == _load(straight / "predictions.json")
+  first = _load(straight / "nbest_predictions.json")
+  second = _load(killed / "nbest_predictions.json")
+  for qas_id in first:
+    np.testing.assert_allclose([e["start_logit"] for e in second[qas_id]],
+                               [e["start_logit"] for e in first[qas_id]], rtol=0, atol=1e-6)

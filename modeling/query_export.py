@@ -11,6 +11,7 @@ project's code) and prints what its `serving_default` signature returns.
 
 import argparse
 import json
+import os
 
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
@@ -45,6 +46,9 @@ def main():
   texts = {k: v for k, v in vars(args).items() if k != "export_dir" and v is not None}
   if not texts:
     parser.error("give --text_a (and --text_b), or --question and --context")
+  if not tf.io.gfile.exists(os.path.join(args.export_dir, "saved_model.pb")):
+    parser.error("%s holds no saved_model.pb: pass the directory --export_dir "
+                 "wrote (its version subdirectory)." % args.export_dir)
   try:
     outputs = query(args.export_dir, **texts)
   except ValueError as e:

@@ -8,8 +8,12 @@ Pre-training step (`--sizes`): masked LM + next sentence, batch 8, sequence
 none): run_classifier.py's 2-label sentence-pair classifier, batch
 `--classify_batch` (32), sequence 128, dropout 0.1, mean cross-entropy, AdamW
 with global-norm clipping 1.0; reported as seconds per step and examples per
-second. Inference (unless --skip_inference): BERT-Base encoder, batch 1 and
-32, sequence 128. So `--sizes= --skip_inference` runs the fine-tuning step
+second. SQuAD fine-tuning step (`--squad_sizes`, default BERT-Base, batch
+`--squad_batch` (8), sequence 384): run_squad.py's span model and loss (the
+mean of the start and end cross-entropies), the same optimizer; peers
+original (run_squad.create_model), hf (BertForQuestionAnswering), tf_models
+(BertSpanLabeler). Inference (unless --skip_inference): BERT-Base encoder, batch 1 and
+32, sequence 128. So `--sizes= --skip_inference` runs the fine-tuning steps
 alone. Every configuration runs in its own process (TensorFlow graph mode,
 eager mode and PyTorch do not share one well) and reports the median time of
 `--steps` steps after warm-up (with `--repeats=N`, the best of N interleaved
@@ -50,12 +54,13 @@ SIZES = {  # layers, hidden, heads (intermediate = 4 * hidden), as released.
     "base": (12, 768, 12)}
 VOCAB = 30522
 SEQ = 128
+SQUAD_SEQ = 384
 PREDICTIONS = 20
 # Learning rates (they do not change the time): pre-training from scratch as
 # the paper, fine-tuning as the original README's MRPC example.
-LEARNING_RATE = {"train": 1e-4, "classify": 2e-5}
-# Ours in fine-tuning: each runs run_classifier's loop (so loop/loopxla would
-# repeat f32/xla).
+LEARNING_RATE = {"train": 1e-4, "classify": 2e-5, "squad": 3e-5}
+# Ours in fine-tuning: each runs run_classifier's / run_squad's loop (so
+# loop/loopxla would repeat f32/xla).
 CLASSIFY_OURS = ("f32", "xla", "bf16")
 
 
@@ -69,13 +74,21 @@ def config_dict(size):
 
 
 def batch(size, mode="train", seed=0):
-  """Random features of `mode` (the classifier's are the first three + labels)."""
+  """Random features of `mode` (the classifier's are the first three + labels,
+  SQuAD's the first three + answer positions in the second segment)."""
   rng = np.random.RandomState(seed)
-  ids = rng.randint(1000, VOCAB, size=(size, SEQ)).astype(np.int32)
+  seq = SQUAD_SEQ if mode == "squad" else SEQ
+  ids = rng.randint(1000, VOCAB, size=(size, seq)).astype(np.int32)
+  first_segment = seq // 8 if mode == "squad" else seq // 2  # Question, or sentence A.
   features = {"input_ids": ids, "input_mask": np.ones_like(ids),
-              "segment_ids": (np.arange(SEQ) >= SEQ // 2).astype(np.int32)[None].repeat(size, 0)}
+              "segment_ids": (np.arange(seq) >= first_segment).astype(np.int32)[None].repeat(
+                  size, 0)}
   if mode == "classify":
     return dict(features, label_ids=rng.randint(0, 2, size=(size,)).astype(np.int32))
+  if mode == "squad":
+    start = rng.randint(seq // 8, seq - 30, size=(size,)).astype(np.int32)
+    end = start + rng.randint(0, 30, size=(size,)).astype(np.int32)
+    return dict(features, start_positions=start, end_positions=end)
   positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ), PREDICTIONS, replace=False)
                                 for _ in range(size)]), axis=1).astype(np.int32)
   return {**features, "masked_lm_positions": positions,
@@ -114,6 +127,7 @@ def run_ours(args, data):
   import modeling  # pylint: disable=g-import-not-at-top
   from modeling import optimization, training  # pylint: disable=g-import-not-at-top
   from modeling import classification, pretraining  # pylint: disable=g-import-not-at-top
+  from modeling import question_answering  # pylint: disable=g-import-not-at-top
   if args.variant.startswith("bf16"):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
   jit = args.variant.endswith("xla")
@@ -122,6 +136,9 @@ def run_ours(args, data):
   if args.mode == "classify":
     return _time_training_loop(args, lambda: modeling.BertClassifier(config, num_labels=2),
                                classification.ClassifierLoss(), data, jit)
+  if args.mode == "squad":
+    return _time_training_loop(args, lambda: modeling.BertSpanPredictor(config),
+                               question_answering.SpanLoss(), data, jit)
   if args.mode == "train" and args.variant.startswith("loop"):
     return _time_training_loop(args, lambda: modeling.BertPretrainer(config),
                                pretraining.PretrainingLoss(), data, jit)
@@ -200,6 +217,18 @@ def run_original(args, data):
     loss = create_model(config, True, t["input_ids"], t["input_mask"], t["segment_ids"],
                         t["label_ids"], num_labels=2, use_one_hot_embeddings=False)[0]
     target = optimization.create_optimizer(loss, LEARNING_RATE["classify"], 10000, 100, False)
+  elif args.mode == "squad":
+    create_model = _original_functions(args, "run_squad.py", {"create_model"},
+                                       {"tf": tf, "modeling": modeling})["create_model"]
+    start_logits, end_logits = create_model(config, True, t["input_ids"], t["input_mask"],
+                                            t["segment_ids"], use_one_hot_embeddings=False)
+
+    def span_loss(logits, positions):  # As the original's model_fn computes it.
+      one_hot = tf.one_hot(positions, depth=SQUAD_SEQ, dtype=tf.float32)
+      return -tf.reduce_mean(tf.reduce_sum(one_hot * tf.nn.log_softmax(logits, axis=-1), -1))
+    loss = (span_loss(start_logits, t["start_positions"]) +
+            span_loss(end_logits, t["end_positions"])) / 2.0
+    target = optimization.create_optimizer(loss, LEARNING_RATE["squad"], 10000, 100, False)
   else:
     model = modeling.BertModel(config=config, is_training=args.mode == "train",
                                input_ids=t["input_ids"], input_mask=t["input_mask"],
@@ -247,6 +276,9 @@ def run_hf(args, data):
     labels = torch.full_like(t["input_ids"], -100)
     labels.scatter_(1, t["masked_lm_positions"], t["masked_lm_ids"])
     inputs.update(labels=labels, next_sentence_label=t["next_sentence_labels"][:, 0])
+  elif args.mode == "squad":
+    model = transformers.BertForQuestionAnswering(config)
+    inputs.update(start_positions=t["start_positions"], end_positions=t["end_positions"])
   else:
     model = transformers.BertForSequenceClassification(config)
     inputs.update(labels=t["label_ids"])
@@ -327,6 +359,15 @@ def run_tf_models(args, data):
       mlm = tf.reduce_sum(xent(mlm_ids, out["mlm_logits"]) * mlm_weights) / (
           tf.reduce_sum(mlm_weights) + 1e-5)
       return mlm + tf.reduce_mean(xent(nsp_labels, out["next_sentence"]))
+  elif args.mode == "squad":
+    model = models.BertSpanLabeler(encoder)
+    starts = tf.constant(data["start_positions"])
+    ends = tf.constant(data["end_positions"])
+
+    def loss_of(out):
+      if isinstance(out, dict):
+        out = (out["start_logits"], out["end_logits"])
+      return (tf.reduce_mean(xent(starts, out[0])) + tf.reduce_mean(xent(ends, out[1]))) / 2.0
   else:
     model = models.BertClassifier(encoder, num_classes=2)
     labels = tf.constant(data["label_ids"])
@@ -381,6 +422,9 @@ def main():
   parser.add_argument("--classify_sizes", default="base",
                       help="Sizes of the fine-tuning step; empty for none.")
   parser.add_argument("--classify_batch", type=int, default=32)
+  parser.add_argument("--squad_sizes", default="base",
+                      help="Sizes of the SQuAD fine-tuning step; empty for none.")
+  parser.add_argument("--squad_batch", type=int, default=8)
   parser.add_argument("--skip_inference", action="store_true")
   parser.add_argument("--repeats", type=int, default=1,
                       help="Interleaved rounds per configuration; the best is kept.")
@@ -402,6 +446,7 @@ def main():
   jobs = [("train", size, 8) for size in args.sizes.split(",") if size]  # --sizes= : none
   jobs += [("classify", size, args.classify_batch)
            for size in args.classify_sizes.split(",") if size]
+  jobs += [("squad", size, args.squad_batch) for size in args.squad_sizes.split(",") if size]
   if not args.skip_inference:
     jobs += [("infer", "base", 1), ("infer", "base", 32)]
   for mode, size, batch_size in jobs:
@@ -410,8 +455,10 @@ def main():
     # machine's background noise (often +-10%) hits some rounds, not all.
     for _ in range(args.repeats):
       for peer, variant in peers:
-        if mode == "classify" and peer == "ours" and variant not in CLASSIFY_OURS:
+        if mode in ("classify", "squad") and peer == "ours" and variant not in CLASSIFY_OURS:
           continue
+        if mode == "squad" and peer == "keras_hub":
+          continue  # keras-hub has no span (SQuAD) task model.
         name = "%s/%s" % (peer, variant)
         seconds = measure(args, peer, variant, size, mode, batch_size)
         if seconds is not None:
@@ -422,14 +469,14 @@ def main():
     # Every peer runs in float32 (with or without XLA).
     peer_times = [v for k, v in results.items() if v and not k.startswith("ours")]
     best_peer = min(peer_times) if peer_times else None
-    rates = mode == "classify"  # Fine-tuning is also read as examples/s.
+    rates = mode in ("classify", "squad")  # Fine-tuning is also read as examples/s.
     print("\n%s %s batch %d (seconds per step%s; speed-up = original / this)" %
           (mode, size, batch_size, ", examples per second" if rates else ""))
     for name, seconds in results.items():
       if seconds is None:
         print("  %-16s failed" % name)
         continue
-      rate = " %8.1f ex/s" % (batch_size / seconds) if rates else ""
+      rate = " %8.2f ex/s" % (batch_size / seconds) if rates else ""
       ratio = " %5.2fx original" % (base / seconds) if base else ""
       vs_best = " %5.2fx fastest peer" % (best_peer / seconds) if best_peer else ""
       print("  %-16s %8.4f s%s%s%s" % (name, seconds, rate, ratio, vs_best))

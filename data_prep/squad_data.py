@@ -451,6 +451,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
 
 def _varint(value):
   """Protobuf varint bytes; negative int64 values take ten bytes."""
+  if 0 <= value < 128:
+    return _ONE_BYTE[value]
   if value < 0:
     value += 1 << 64
   out = bytearray()
@@ -464,23 +466,35 @@ def _varint(value):
       return bytes(out)
 
 
+_ONE_BYTE = [bytes([v]) for v in range(128)]
 _TABLE_SIZE = 1 << 16
 _varint_table = []
 
 
 def _packed_varints(values):
-  """Concatenated varints; ids, masks and positions come from a lookup table."""
-  values = [int(v) for v in values]
-  if values and 0 <= min(values) and max(values) < _TABLE_SIZE:
+  """Concatenated varints. Values under 128 are their own byte (masks,
+  segments, positions); other ids come from a lookup table."""
+  if type(values) is not list:  # pylint: disable=unidiomatic-typecheck
+    values = [int(v) for v in values]
+  if not values:
+    return b""
+  low, high = min(values), max(values)
+  if low >= 0 and high < 128:
+    return bytes(values)
+  if low >= 0 and high < _TABLE_SIZE:
     if not _varint_table:
       _varint_table.extend(_varint(v) for v in range(_TABLE_SIZE))
-    table = _varint_table
-    return b"".join([table[v] for v in values])
+    return b"".join(map(_varint_table.__getitem__, values))
   return b"".join(_varint(v) for v in values)
 
 
 def _length_delimited(field_number, payload):
   return _varint((field_number << 3) | 2) + _varint(len(payload)) + payload
+
+
+# Tag bytes of length-delimited fields 1, 2 and 3.
+_FIELD_1, _FIELD_2, _FIELD_3 = b"\x0a", b"\x12", b"\x1a"
+_map_keys = {}
 
 
 def serialize_int_example(features):
@@ -492,12 +506,16 @@ def serialize_int_example(features):
   """
   entries = []
   for name in sorted(features):
+    key = _map_keys.get(name)
+    if key is None:
+      key = _map_keys[name] = _length_delimited(1, name.encode("utf-8"))
     packed = _packed_varints(features[name])
-    int64_list = _length_delimited(1, packed) if packed else b""
-    feature = _length_delimited(3, int64_list)  # Feature.int64_list
-    entry = _length_delimited(1, name.encode("utf-8")) + _length_delimited(2, feature)
-    entries.append(_length_delimited(1, entry))  # Features.feature map entry
-  return _length_delimited(1, b"".join(entries))  # Example.features
+    int64_list = _FIELD_1 + _varint(len(packed)) + packed if packed else b""
+    feature = _FIELD_3 + _varint(len(int64_list)) + int64_list  # Feature.int64_list
+    entry = key + _FIELD_2 + _varint(len(feature)) + feature
+    entries.append(_FIELD_1 + _varint(len(entry)) + entry)  # Features.feature map entry
+  body = b"".join(entries)
+  return _FIELD_1 + _varint(len(body)) + body  # Example.features
 
 
 def feature_record(feature, is_training):

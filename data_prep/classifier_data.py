@@ -538,6 +538,24 @@ def _label_id(example, label_map, is_regression):
         ", ".join(repr(k) for k in label_map))) from None
 
 
+def pack_tokens(tokenizer, text_a, text_b, max_seq_length):
+  """(tokens, segment_ids) of [CLS] A [SEP] (B [SEP]), unpadded: the pair
+  truncated longest-first, or A alone cut to fit when B is empty or has no
+  tokens."""
+  tokens_a = tokenizer.tokenize(text_a)
+  tokens_b = tokenizer.tokenize(text_b) if text_b else None
+  if tokens_b:
+    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+  else:
+    tokens_a = tokens_a[:max_seq_length - 2]
+  tokens = [tokenization.CLS_TOKEN] + tokens_a + [tokenization.SEP_TOKEN]
+  segment_ids = [0] * len(tokens)
+  if tokens_b:
+    tokens += tokens_b + [tokenization.SEP_TOKEN]
+    segment_ids += [1] * (len(tokens_b) + 1)
+  return tokens, segment_ids
+
+
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):
   """Packs an example as [CLS] A [SEP] (B [SEP]), zero-padded to max_seq_length.
 
@@ -550,18 +568,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
                          segment_ids=[0] * max_seq_length,
                          label_id=0.0 if is_regression else 0, is_real_example=False)
   label_id = _label_id(example, label_map_of(label_list), is_regression)
-  tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-  if tokens_b:
-    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-  else:
-    tokens_a = tokens_a[:max_seq_length - 2]
-
-  tokens = [tokenization.CLS_TOKEN] + tokens_a + [tokenization.SEP_TOKEN]
-  segment_ids = [0] * len(tokens)
-  if tokens_b:
-    tokens += tokens_b + [tokenization.SEP_TOKEN]
-    segment_ids += [1] * (len(tokens_b) + 1)
+  tokens, segment_ids = pack_tokens(tokenizer, example.text_a, example.text_b,
+                                    max_seq_length)
   input_ids = tokenizer.convert_tokens_to_ids(tokens)
   input_mask = [1] * len(input_ids)
   padding = max_seq_length - len(input_ids)

@@ -24,7 +24,7 @@ def _is_remote(path):
   return "://" in path
 
 
-def _open_binary(path):
+def open_binary(path):
   if _is_remote(path):
     import tensorflow as tf  # Only needed for gs://, hdfs:// and the like.
     return tf.io.gfile.GFile(path, "rb")
@@ -78,7 +78,7 @@ def file_size(path):
 
 def iter_raw_lines(path):
   """Yields (line_number, bytes) per b"\\n"-terminated line, "\\r" removed."""
-  with _open_binary(path) as f:
+  with open_binary(path) as f:
     pending = b""
     line_number = 0
     while True:

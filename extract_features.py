@@ -1,0 +1,156 @@
+"""Writes BERT's per-token vectors (chosen encoder layers) for lines of text.
+
+  python extract_features.py --input_file=input.txt --output_file=output.jsonl \\
+    --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
+    --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
+
+One text per input line, or a pair as `A ||| B`. The output is the
+original's JSON lines (see data_prep/feature_extraction.py); additions:
+--output_format=npz|tfrecord for the float32 numbers, and --pooling=cls|mean
+for one vector per line. The input is read twice (first to check every
+line), streamed through the model, and written under a temporary name.
+"""
+
+import collections
+import os
+import sys
+import time
+
+if __package__ in (None, ""):  # Run as a file path: make the repo importable.
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from data_prep import cli
+from data_prep import feature_extraction
+from data_prep import tokenization
+from data_prep.errors import UserError
+import modeling
+from modeling import inference
+from modeling import run_flags
+
+FLAGS = flags.FLAGS
+
+# The original's flags, names and defaults unchanged (the TPU ones come
+# from modeling/run_flags.py).
+flags.adopt_module_key_flags(run_flags)
+flags.DEFINE_string("input_file", None, "")
+flags.DEFINE_string("output_file", None, "")
+flags.DEFINE_string("layers", "-1,-2,-3,-4", "")
+flags.DEFINE_string("bert_config_file", None,
+                    "The config json file corresponding to the pre-trained BERT model. "
+                    "This specifies the model architecture.")
+flags.DEFINE_integer("max_seq_length", 128,
+                     "The maximum total input sequence length after WordPiece "
+                     "tokenization. Sequences longer than this will be truncated, and "
+                     "sequences shorter than this will be padded.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial checkpoint (usually from a pre-trained BERT model).")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for uncased "
+                  "models and False for cased models.")
+flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
+flags.DEFINE_bool("use_one_hot_embeddings", False,
+                  "Accepted for compatibility; the lookup gives the same vectors "
+                  "either way.")
+
+# Additions.
+flags.DEFINE_enum("output_format", "json", list(feature_extraction.OUTPUT_FORMATS),
+                  "json: the original's JSON lines; npz or tfrecord: the float32 "
+                  "numbers (about 10x smaller and exact).")
+flags.DEFINE_enum("pooling", "none", list(feature_extraction.POOLINGS),
+                  "One vector per line and layer: the [CLS] token's (cls) or the "
+                  "mean over the line's tokens, [CLS] and [SEP] included (mean).")
+
+_PROGRESS_SECONDS = 10
+
+
+def layer_indexes(config):
+  try:
+    indexes = [int(x) for x in FLAGS.layers.split(",")]
+  except ValueError:
+    raise UserError("--layers=%s should be comma-separated integers, e.g. -1,-2." %
+                    FLAGS.layers) from None
+  layers = config.num_hidden_layers
+  for index in indexes:
+    if not -layers <= index < layers:
+      raise UserError("--layers: the model has %d layers (%s), so %d is not one of "
+                      "them (0..%d or -1..-%d)." % (layers, FLAGS.bert_config_file, index,
+                                                    layers - 1, layers))
+  return indexes
+
+
+def _feature_stream(tokenizer, pending, num_lines, global_batch):
+  """Model inputs line by line (each line's feature is queued in `pending`
+  for the writer), then zero rows to fill the last batch."""
+  seq = FLAGS.max_seq_length
+  for example in feature_extraction.read_examples(FLAGS.input_file):
+    feature = feature_extraction.convert_example(example, seq, tokenizer)
+    pending.append(feature)
+    yield {"input_ids": feature.input_ids, "input_mask": feature.input_mask,
+           "segment_ids": feature.input_type_ids}
+  for _ in range(-num_lines % global_batch):
+    yield {k: [0] * seq for k in ("input_ids", "input_mask", "segment_ids")}
+
+
+def main(_):
+  logging.set_verbosity(logging.INFO)
+  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
+  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+  indexes = layer_indexes(config)
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise UserError("--max_seq_length=%d is longer than the model's %d positions (%s)." %
+                    (FLAGS.max_seq_length, config.max_position_embeddings,
+                     FLAGS.bert_config_file))
+  if FLAGS.batch_size % strategy.num_replicas_in_sync:
+    raise UserError("--batch_size=%d must be divisible by the %d replicas." %
+                    (FLAGS.batch_size, strategy.num_replicas_in_sync))
+  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+  num_lines = feature_extraction.check_input(FLAGS.input_file)
+  with strategy.scope():
+    model = modeling.BertModel(config)
+  modeling.load_checkpoint(model, FLAGS.init_checkpoint)
+
+  pending = collections.deque()
+  spec = tf.TensorSpec([FLAGS.max_seq_length], tf.int32)
+  dataset = tf.data.Dataset.from_generator(
+      lambda: _feature_stream(tokenizer, pending, num_lines, FLAGS.batch_size),
+      output_signature={"input_ids": spec, "input_mask": spec, "segment_ids": spec})
+  dataset = dataset.batch(FLAGS.batch_size, drop_remainder=True)
+  pooled = FLAGS.pooling != "none"
+
+  def replica(features):
+    return (inference.layer_vectors(model, features, indexes, FLAGS.pooling),)
+
+  writer = feature_extraction.WRITERS[FLAGS.output_format](
+      FLAGS.output_file, indexes, FLAGS.pooling)
+  done, started, reported = 0, time.time(), time.time()
+  try:
+    for (vectors,) in inference.stream_batches(strategy, replica, dataset):
+      for row in vectors[:num_lines - done]:
+        feature = pending.popleft()
+        writer.write(feature, row if pooled else row[:, :len(feature.tokens)])
+        done += 1
+      if time.time() - reported >= _PROGRESS_SECONDS or done == num_lines:
+        reported = time.time()
+        logging.info("%d/%d lines (%.0f%%), %.1f lines/s", done, num_lines,
+                     100.0 * done / num_lines, done / (reported - started))
+  except BaseException:
+    writer.abort()
+    raise
+  writer.close()
+  logging.info("Wrote %s (%s, %d lines).", FLAGS.output_file, FLAGS.output_format, done)
+
+
+if __name__ == "__main__":
+  for name in ("input_file", "vocab_file", "bert_config_file", "init_checkpoint",
+               "output_file"):
+    flags.mark_flag_as_required(name)
+  cli.run(main)

@@ -10,18 +10,26 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1
 DEMO_DIR ?= demo_output
 DEMO_CORPUS ?= $(DEMO_DIR)/corpus.txt
 DEMO_VOCAB_SIZE ?= 8000
-DEMO_STEPS ?= 300
+DEMO_STEPS ?= 2000
+DEMO_SEQ ?= 64
+DEMO_LR ?= 5e-4
+DEMO_PAIRS ?= 12000
 DEMO_EPOCHS ?= 2
 DEMO_FINETUNE_LR ?= 2e-4
+DEMO_EVAL_STEPS := 20
+DEMO_EVAL_BATCH := 32
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: install test demo bench clean
 
+# Installing also compiles the data generator's numba code (cached in
+# data_prep/__pycache__), so the first run is as fast as later ones.
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m data_prep.warm_up
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -34,48 +42,78 @@ $(DEMO_DIR)/corpus.txt: | $(STAMP)
 	mkdir -p $(DEMO_DIR)
 	$(PY) -m data_prep.demo_corpus --output_file=$@
 
+# The tiny model trains without dropout: in a few minutes of training it
+# only slows learning down.
 demo: $(STAMP) $(DEMO_CORPUS)
+	@echo "==> [1/9] Learning a WordPiece vocabulary from $(DEMO_CORPUS)"
 	mkdir -p $(DEMO_DIR)
 	$(PY) -m vocab.learn_vocab --input_file=$(DEMO_CORPUS) \
 	  --output_file=$(DEMO_DIR)/vocab.txt --vocab_size=$(DEMO_VOCAB_SIZE)
+	@echo "==> [2/9] Generating masked-LM + next-sentence pre-training data"
 	$(PY) -m data_prep.create_pretraining_data --input_file=$(DEMO_CORPUS) \
 	  --output_file=$(DEMO_DIR)/pretraining_data.tfrecord \
 	  --vocab_file=$(DEMO_DIR)/vocab.txt --do_lower_case=True \
-	  --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5
+	  --max_seq_length=$(DEMO_SEQ) --max_predictions_per_seq=10 --dupe_factor=5
 	$(PY) -c "import json; n = sum(1 for _ in open('$(DEMO_DIR)/vocab.txt', encoding='utf-8')); \
 	  json.dump(dict(vocab_size=n, hidden_size=128, num_hidden_layers=2, num_attention_heads=2, \
-	  intermediate_size=512, hidden_act='gelu', hidden_dropout_prob=0.1, \
-	  attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2, \
+	  intermediate_size=512, hidden_act='gelu', hidden_dropout_prob=0.0, \
+	  attention_probs_dropout_prob=0.0, max_position_embeddings=512, type_vocab_size=2, \
 	  initializer_range=0.02), open('$(DEMO_DIR)/bert_config.json', 'w'), indent=2)"
+	@echo "==> [3/9] Pre-training a tiny BERT (2 layers, hidden 128) for $(DEMO_STEPS) steps, then evaluating"
 	rm -rf $(DEMO_DIR)/pretraining_output
 	$(PY) run_pretraining.py --input_file=$(DEMO_DIR)/pretraining_data.tfrecord \
 	  --output_dir=$(DEMO_DIR)/pretraining_output --do_train --do_eval \
 	  --bert_config_file=$(DEMO_DIR)/bert_config.json --train_batch_size=32 \
-	  --max_seq_length=128 --max_predictions_per_seq=20 --num_train_steps=$(DEMO_STEPS) \
-	  --num_warmup_steps=30 --learning_rate=1e-3 --save_checkpoints_steps=100 \
-	  --iterations_per_loop=50 --max_eval_steps=20 --eval_batch_size=32
+	  --max_seq_length=$(DEMO_SEQ) --max_predictions_per_seq=10 --num_train_steps=$(DEMO_STEPS) \
+	  --num_warmup_steps=100 --learning_rate=$(DEMO_LR) --save_checkpoints_steps=500 \
+	  --iterations_per_loop=100 --max_eval_steps=$(DEMO_EVAL_STEPS) \
+	  --eval_batch_size=$(DEMO_EVAL_BATCH)
 	@echo "Eval results ($(DEMO_DIR)/pretraining_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/pretraining_output/eval_results.txt
-	$(PY) -m data_prep.demo_pairs --output_dir=$(DEMO_DIR)/pairs
+	@echo "==> [4/9] Making the bundled sentence-pair task (is B a shortened copy of A?)"
+	$(PY) -m data_prep.demo_pairs --output_dir=$(DEMO_DIR)/pairs --num_train=$(DEMO_PAIRS)
+	@echo "==> [5/9] Fine-tuning the pre-trained model on it (run_classifier.py), exporting a SavedModel"
 	rm -rf $(DEMO_DIR)/classifier_output $(DEMO_DIR)/export
 	$(PY) run_classifier.py --task_name=MRPC --do_train --do_eval --do_predict \
 	  --data_dir=$(DEMO_DIR)/pairs --vocab_file=$(DEMO_DIR)/vocab.txt \
 	  --bert_config_file=$(DEMO_DIR)/bert_config.json \
 	  --init_checkpoint=$(DEMO_DIR)/pretraining_output \
-	  --output_dir=$(DEMO_DIR)/classifier_output --max_seq_length=64 \
+	  --output_dir=$(DEMO_DIR)/classifier_output --max_seq_length=$(DEMO_SEQ) \
 	  --train_batch_size=32 --learning_rate=$(DEMO_FINETUNE_LR) --num_train_epochs=$(DEMO_EPOCHS) \
 	  --iterations_per_loop=50 --eval_batch_size=50 --predict_batch_size=50 \
-	  --export_dir=$(DEMO_DIR)/export
-	@echo "Fine-tuning eval results ($(DEMO_DIR)/classifier_output/eval_results.txt;" \
-	  "always answering one label scores 0.5):"
+	  --export_dir=$(DEMO_DIR)/export/1
+	@echo "Fine-tuning eval results ($(DEMO_DIR)/classifier_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/classifier_output/eval_results.txt
-	@echo "The exported SavedModel ($(DEMO_DIR)/export), asked from a fresh process:"
-	$(PY) modeling/query_export.py --export_dir=$(DEMO_DIR)/export \
+	@echo "==> [6/9] Asking the exported SavedModel about two raw sentence pairs, from a fresh process"
+	$(PY) modeling/query_export.py --export_dir=$(DEMO_DIR)/export/1 \
 	  --text_a="In the beginning God created the heaven and the earth." \
-	  --text_b="And the earth was without form, and void." \
+	  --text_b="In the beginning God created the earth." \
 	  --text_a="In the beginning God created the heaven and the earth." \
-	  --text_b="Jesus wept."
-	@echo "Demo outputs are in $(DEMO_DIR)/"
+	  --text_b="And God said, Let there be light."
+	@echo "==> [7/9] Extracting contextual vectors for one sentence (extract_features.py)"
+	echo "And God said, Let there be light: and there was light." > $(DEMO_DIR)/sentence.txt
+	$(PY) extract_features.py --input_file=$(DEMO_DIR)/sentence.txt \
+	  --output_file=$(DEMO_DIR)/features.jsonl --vocab_file=$(DEMO_DIR)/vocab.txt \
+	  --bert_config_file=$(DEMO_DIR)/bert_config.json \
+	  --init_checkpoint=$(DEMO_DIR)/pretraining_output --layers=-1,-2 \
+	  --max_seq_length=$(DEMO_SEQ)
+	@$(PY) -c "import json; line = json.loads(open('$(DEMO_DIR)/features.jsonl').readline()); \
+	  print('%d tokens: %s' % (len(line['features']), ' '.join(t['token'] for t in line['features']))); \
+	  print('layer -1 of [CLS]: %d values, first three %s' % (len(line['features'][0]['layers'][0]['values']), \
+	  line['features'][0]['layers'][0]['values'][:3]))"
+	@echo "==> [8/9] What the demo learned, next to what guessing scores"
+	$(PY) -m data_prep.demo_report --demo_dir=$(DEMO_DIR) \
+	  --eval_examples=$$(( $(DEMO_EVAL_STEPS) * $(DEMO_EVAL_BATCH) ))
+	@echo "==> [9/9] Done. Artefacts in $(DEMO_DIR)/:"
+	@echo "  vocab.txt, bert_config.json        the vocabulary and the model's config"
+	@echo "  pretraining_data.tfrecord          masked-LM + next-sentence instances"
+	@echo "  pretraining_output/                checkpoints, eval_results.txt, TensorBoard summaries (train/)"
+	@echo "  pretraining_loss.png               the pre-training loss curve"
+	@echo "  pairs/, classifier_output/         the pair task; its fine-tuned model and results"
+	@echo "  export/1/                          the SavedModel for TF Serving"
+	@echo "  features.jsonl                     extract_features.py's output"
+	@echo "Next: tensorboard --logdir=$(DEMO_DIR)/pretraining_output; make demo DEMO_STEPS=5000;"
+	@echo "  make demo DEMO_CORPUS=your_corpus.txt; the README's run_classifier.py / run_squad.py commands."
 
 bench: $(STAMP)
 	$(PY) -m pip install -q -r bench/requirements.txt

@@ -1,11 +1,13 @@
 """The demo's sentence-pair task, made from the bundled corpus, in MRPC's format.
 
-"Does verse B continue verse A?": label 1 when B is the verse that follows A
-in the same chapter, 0 when B is a verse from another book. Half the pairs
-are each, so always answering one label scores 50%. Chapters, not pairs, are
-split between train, dev and test, so no verse is seen in training and
-evaluated on. Written as `train.tsv`, `dev.tsv` and `test.tsv` with MRPC's
-columns, so `run_classifier.py --task_name=MRPC` reads them unchanged.
+"Is B a shortened copy of A?", a paraphrase-style task like MRPC's: label 1
+when B is verse A with about a third of its words left out, 0 when B is
+another verse of the same chapter shortened the same way (same names and
+topic, so matching words is not enough). Half the pairs are each, so
+always answering one label scores 50%. Chapters, not pairs, are split
+between train, dev and test, so no verse is seen in training and evaluated
+on. Written as `train.tsv`, `dev.tsv` and `test.tsv` with MRPC's columns, so
+`run_classifier.py --task_name=MRPC` reads them unchanged.
 """
 
 import argparse
@@ -22,26 +24,27 @@ def _clean(text):
   return " ".join(text.replace("\t", " ").split())
 
 
+def _shortened(verse, rng):
+  """The verse with about a third of its words left out, order kept."""
+  words = verse.split()
+  kept = [w for w in words if rng.random() >= 0.35]
+  return " ".join(kept if len(kept) >= 2 else words[:2])
+
+
 def make_pairs(chapters, count, rng):
   """`count` labelled pairs (label, id_a, id_b, text_a, text_b) from
-  [(citation, verses)], half continuations and half other-book verses."""
+  [(citation, verses)]: half a verse and a shortened copy of it (1), half a
+  verse and a shortened copy of another verse of the same chapter (0)."""
   pairs = []
   while len(pairs) < count:
     citation, verses = rng.choice(chapters)
     if len(verses) < 2:
       continue
-    i = rng.randrange(len(verses) - 1)
+    i, j = rng.sample(range(len(verses)), 2)
     if len(pairs) % 2 == 0:
-      pairs.append((1, "%s:%d" % (citation, i + 1), "%s:%d" % (citation, i + 2),
-                    verses[i], verses[i + 1]))
-      continue
-    book = citation.rsplit(" ", 1)[0]
-    other_citation, other_verses = rng.choice(chapters)
-    if other_citation.rsplit(" ", 1)[0] == book:
-      continue
-    j = rng.randrange(len(other_verses))
-    pairs.append((0, "%s:%d" % (citation, i + 1), "%s:%d" % (other_citation, j + 1),
-                  verses[i], other_verses[j]))
+      j = i
+    pairs.append((int(i == j), "%s:%d" % (citation, i + 1), "%s:%d" % (citation, j + 1),
+                  verses[i], _shortened(verses[j], rng)))
   rng.shuffle(pairs)
   return pairs
 

@@ -202,12 +202,15 @@ def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
 
   @tf.function
   def run_steps(steps):
+    """(last step's loss, mean loss of the steps)."""
     loss = tf.constant(0.0)
+    total = tf.constant(0.0)
     for _ in tf.range(steps):
       per_replica_loss = strategy.run(step_fn, args=(next(iterator),))
       loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
+      total += loss
       step_var.assign_add(1)
-    return loss
+    return loss, total / tf.cast(steps, tf.float32)
 
   writer = tf.summary.create_file_writer(os.path.join(output_dir, "train")) \
       if _is_chief(strategy) else tf.summary.create_noop_writer()
@@ -220,19 +223,21 @@ def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
     next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
     chunk = min(iterations_per_loop, next_save - step, end_step - step)
     started = time.time()
-    loss = float(run_steps(tf.constant(chunk, tf.int64)))
+    loss, mean_loss = (float(x) for x in run_steps(tf.constant(chunk, tf.int64)))
     elapsed = time.time() - started
     step = int(step_var.numpy())
-    if not np.isfinite(loss):
+    if not np.isfinite(mean_loss):  # Any non-finite step of the loop.
       raise NonFiniteLossError(
           "Loss is %s at step %d; stopping. The last good checkpoint is %s." %
-          (loss, step, manager.latest_checkpoint or "(none)"))
+          (mean_loss, step, manager.latest_checkpoint or "(none)"))
     rate = chunk * global_batch_size / max(elapsed, 1e-9)
     learning_rate = float(optimizer.learning_rate)
-    logging.info("step %d/%d: loss = %.6f, %.1f examples/s, learning rate %.3g",
-                 step, num_train_steps, loss, rate, learning_rate)
+    logging.info("step %d/%d: loss = %.6f, mean of the last %d steps %.6f, "
+                 "%.1f examples/s, learning rate %.3g", step, num_train_steps, loss,
+                 chunk, mean_loss, rate, learning_rate)
     with writer.as_default(step=step):
-      tf.summary.scalar("loss", loss)
+      # The loop's mean: one step's loss at small batches is mostly noise.
+      tf.summary.scalar("loss", mean_loss)
       tf.summary.scalar("learning_rate", learning_rate)
       tf.summary.scalar("examples_per_second", rate)
     if step % save_checkpoints_steps == 0 or step == num_train_steps:

@@ -35,12 +35,14 @@ from modeling import run_flags
 
 FLAGS = flags.FLAGS
 
-# The original's flags, names and defaults unchanged (the TPU ones come
-# from modeling/run_flags.py).
+# The original's flags, names and defaults unchanged (the TPU ones and the
+# tokenizer's come from modeling/run_flags.py).
+run_flags.define_tokenizer_flags()
 flags.adopt_module_key_flags(run_flags)
-flags.DEFINE_string("input_file", None, "")
-flags.DEFINE_string("output_file", None, "")
-flags.DEFINE_string("layers", "-1,-2,-3,-4", "")
+flags.DEFINE_string("input_file", None, "One text, or a pair `A ||| B`, per line.")
+flags.DEFINE_string("output_file", None, "Where to write the vectors (see --output_format).")
+flags.DEFINE_string("layers", "-1,-2,-3,-4",
+                    "Comma-separated encoder layers to output; -1 is the last.")
 flags.DEFINE_string("bert_config_file", None,
                     "The config json file corresponding to the pre-trained BERT model. "
                     "This specifies the model architecture.")
@@ -50,11 +52,6 @@ flags.DEFINE_integer("max_seq_length", 128,
                      "sequences shorter than this will be padded.")
 flags.DEFINE_string("init_checkpoint", None,
                     "Initial checkpoint (usually from a pre-trained BERT model).")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for uncased "
-                  "models and False for cased models.")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
 flags.DEFINE_bool("use_one_hot_embeddings", False,
                   "Accepted for compatibility; the lookup gives the same vectors "

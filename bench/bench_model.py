@@ -37,10 +37,8 @@ rounds). Peers:
 
 import argparse
 import ast
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -391,7 +389,7 @@ WORKERS = {"ours": run_ours, "original": run_original, "hf": run_hf,
 def worker(args):
   data = batch(args.batch, args.mode)
   seconds = WORKERS[args.peer](args, data)
-  print("RESULT " + json.dumps({"seconds": seconds}))
+  common.report_result({"seconds": seconds})
 
 
 # ---------------------------------------------------------------- driver
@@ -401,16 +399,9 @@ def measure(args, peer, variant, size, mode, batch_size):
   cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--peer=" + peer,
          "--variant=" + variant, "--size=" + size, "--mode=" + mode,
          "--batch=%d" % batch_size, "--steps=%d" % args.steps]
-  if args.original_dir:
-    cmd.append("--original_dir=" + args.original_dir)
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  result = subprocess.run(cmd, capture_output=True, text=True, env=env)
-  for line in result.stdout.splitlines():
-    if line.startswith("RESULT "):
-      return json.loads(line[7:])["seconds"]
-  sys.stderr.write("%s/%s/%s/%s failed:\n%s\n" % (peer, variant, size, mode,
-                                                  result.stderr[-2000:]))
-  return None
+  result = common.run_worker(cmd, "%s/%s/%s/%s" % (peer, variant, size, mode),
+                             args.original_dir)
+  return result and result["seconds"]
 
 
 def main():

@@ -20,7 +20,6 @@ import glob
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 import types
@@ -132,24 +131,15 @@ def run_worker(args):
                                               output_fn=output, **LENGTHS)
     seconds = time.perf_counter() - start
   os.remove(record)
-  print("RESULT " + json.dumps({"seconds": seconds, "features": len(features),
-                                "examples": len(examples),
-                                "digest": feature_digest(features)}))
+  common.report_result({"seconds": seconds, "features": len(features),
+                        "examples": len(examples), "digest": feature_digest(features)})
 
 
 def measure(args, peer, mode, input_file, work_dir):
   cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--peer=" + peer,
          "--mode=" + mode, "--input_file=" + input_file, "--work_dir=" + work_dir,
          "--vocab_file=" + args.vocab_file]
-  if args.original_dir:
-    cmd.append("--original_dir=" + args.original_dir)
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  result = subprocess.run(cmd, capture_output=True, text=True, env=env)
-  for line in result.stdout.splitlines():
-    if line.startswith("RESULT "):
-      return json.loads(line[7:])
-  sys.stderr.write("%s/%s failed:\n%s\n" % (peer, mode, result.stderr[-3000:]))
-  return None
+  return common.run_worker(cmd, "%s/%s" % (peer, mode), args.original_dir)
 
 
 def main():

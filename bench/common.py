@@ -2,8 +2,10 @@
 
 import argparse
 import glob
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -87,3 +89,23 @@ def argument_parser(megabytes):
       SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
   parser.add_argument("--megabytes", type=float, default=megabytes)
   return parser
+
+
+def report_result(result):
+  """What a worker process prints for `run_worker` to read."""
+  print("RESULT " + json.dumps(result))
+
+
+def run_worker(cmd, label, original_dir=None):
+  """Runs a benchmark worker (`cmd`, plus --original_dir when given) in its
+  own process; returns the dict it reported, or None after printing why it
+  failed."""
+  if original_dir:
+    cmd = cmd + ["--original_dir=" + original_dir]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+  for line in result.stdout.splitlines():
+    if line.startswith("RESULT "):
+      return json.loads(line[len("RESULT "):])
+  sys.stderr.write("%s failed:\n%s\n" % (label, result.stderr[-3000:]))
+  return None

@@ -62,15 +62,20 @@ def define_training_flags():
                        "How many steps to make in each estimator call.")
 
 
-def define_fine_tuning_flags():
-  """define_training_flags, plus the original flags that run_classifier.py
-  and run_squad.py also share."""
-  define_training_flags()
+def define_tokenizer_flags():
+  """The original's `vocab_file` and `do_lower_case`."""
   flags.DEFINE_string("vocab_file", None,
                       "The vocabulary file that the BERT model was trained on.")
   flags.DEFINE_bool("do_lower_case", True,
                     "Whether to lower case the input text. Should be True for uncased "
                     "models and False for cased models.")
+
+
+def define_fine_tuning_flags():
+  """define_training_flags, plus the original flags that run_classifier.py
+  and run_squad.py also share."""
+  define_training_flags()
+  define_tokenizer_flags()
   flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
   flags.DEFINE_float("warmup_proportion", 0.1,
                      "Proportion of training to perform linear learning rate warmup for. "

@@ -68,3 +68,36 @@ def kill_when_written(command, path, timeout=300):
     time.sleep(0.05)
   proc.send_signal(signal.SIGKILL)
   proc.wait()
+
+
+def assert_three_steps_match(model, loss_fn, batches, reference):
+  """Trains `model` 3 steps on `batches` with the original optimizer
+  (learning rate 2e-3, 6 training steps, 2 warm-up) and compares with a
+  reference of the original's (train_steps.npz): the learning rates and
+  losses before each step, then every weight.
+
+  Weights to 1e-5: the original's Adam (no bias correction) divides by
+  sqrt(v) + 1e-6, which turns the float noise of gradients that are zero in
+  exact arithmetic (the key biases, for one) into updates of ~1e-6.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from modeling import optimization  # pylint: disable=g-import-not-at-top
+  optimizer = optimization.create_optimizer(2e-3, num_train_steps=6, num_warmup_steps=2)
+  losses, learning_rates = [], []
+  for batch in batches:
+    learning_rates.append(float(optimizer.learning_rate))
+    with tf.GradientTape() as tape:
+      loss = loss_fn(model, batch, loss_fn.totals(batch))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                  model.trainable_variables))
+    losses.append(float(loss))
+  np.testing.assert_allclose(learning_rates, reference["learning_rates"], atol=1e-9)
+  np.testing.assert_allclose(losses, reference["losses"], rtol=0, atol=1e-5)
+  names = model.original_names()
+  for key, value in reference.items():
+    if key.startswith("var/"):
+      np.testing.assert_allclose(names[key[4:]].numpy(), value, rtol=0, atol=1e-5, err_msg=key)
+  rows = reference["rows/bert/embeddings/word_embeddings"]
+  np.testing.assert_allclose(names["bert/embeddings/word_embeddings"].numpy()[rows],
+                             reference["var_rows/bert/embeddings/word_embeddings"],
+                             rtol=0, atol=1e-5)

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, SHARED_DATA, data_file, kill_when_written, shared_path
+from conftest import (REPO_ROOT, SHARED_DATA, assert_three_steps_match, data_file,
+                      kill_when_written, shared_path)
 from data_prep import classifier_data
 from data_prep import tokenization
 import modeling
 from modeling import classification
-from modeling import optimization
 
 REF = "classifier_reference/"
 CONFIG = data_file("eval_reference/bert_config.json")
@@ -158,31 +158,9 @@ def test_three_training_steps_match_the_original(tmp_path):
   digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
   assert digest.hexdigest() == str(reference["inputs_sha256"])
 
-  optimizer = optimization.create_optimizer(2e-3, num_train_steps=6, num_warmup_steps=2)
-  loss_fn = classification.ClassifierLoss()
-  losses, learning_rates = [], []
-  for step in range(3):
-    batch = {k: tf.constant(a[8 * step:8 * step + 8]) for k, a in zip(
-        ("input_ids", "input_mask", "segment_ids", "label_ids"), arrays)}
-    learning_rates.append(float(optimizer.learning_rate))
-    with tf.GradientTape() as tape:
-      loss = loss_fn(model, batch, loss_fn.totals(batch))
-    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
-                                  model.trainable_variables))
-    losses.append(float(loss))
-  np.testing.assert_allclose(learning_rates, reference["learning_rates"], atol=1e-9)
-  np.testing.assert_allclose(losses, reference["losses"], rtol=0, atol=1e-5)
-  # Weights to 1e-5: the original's Adam (no bias correction) divides by
-  # sqrt(v) + 1e-6, which turns the float noise of gradients that are zero
-  # in exact arithmetic (the key biases, for one) into updates of ~1e-6.
-  names = model.original_names()
-  for key, value in reference.items():
-    if key.startswith("var/"):
-      np.testing.assert_allclose(names[key[4:]].numpy(), value, rtol=0, atol=1e-5, err_msg=key)
-  rows = reference["rows/bert/embeddings/word_embeddings"]
-  np.testing.assert_allclose(names["bert/embeddings/word_embeddings"].numpy()[rows],
-                             reference["var_rows/bert/embeddings/word_embeddings"],
-                             rtol=0, atol=1e-5)
+  batches = [{k: tf.constant(a[8 * step:8 * step + 8]) for k, a in zip(
+      ("input_ids", "input_mask", "segment_ids", "label_ids"), arrays)} for step in range(3)]
+  assert_three_steps_match(model, classification.ClassifierLoss(), batches, reference)
 
 
 def test_glue_metrics_on_hand_computed_cases():

@@ -6,6 +6,10 @@ the model's logits into what `squad_data.write_predictions` predicts: the
 same windows, max-context choice, span filters and tie order, and the same
 `get_final_text` projection onto the context. Everything stays in the graph,
 so a SavedModel answers raw text under TF Serving.
+
+One known difference: TensorFlow's CPU kernels flush subnormal floats
+(magnitude below 1.2e-38) to zero, so such logits rank as 0 here, where
+Python ranks them by their tiny value. Trained models do not output them.
 """
 
 import tensorflow as tf
@@ -138,8 +142,11 @@ def _best_spans(start_logits, end_logits, features, batch, n_best_size,
   valid = tf.reshape(valid, [-1])
   score = tf.reshape(score, [-1])
   pair_example = tf.repeat(features["example"], n * n)
-  best = tf.math.unsorted_segment_max(
-      tf.where(valid, score, tf.constant(-float("inf"), tf.float64)), pair_example, batch)
+  minus_inf = tf.constant(-float("inf"), tf.float64)
+  best = tf.math.unsorted_segment_max(tf.where(valid, score, minus_inf), pair_example, batch)
+  # An input whose valid spans all score -inf gets the lowest double, not
+  # -inf, from the segment max: those spans still rank, as in Python.
+  best = tf.where(tf.equal(best, tf.float64.min), minus_inf, best)
   order = tf.range(tf.size(valid))
   none = tf.size(valid)  # Also the index of the dummy pair appended below.
   first = tf.math.unsorted_segment_min(
@@ -258,10 +265,12 @@ def best_answers(tokenizer, features, start_logits, end_logits, batch, n_best_si
                           1000000.0)
   if n_best_size == 1:
     # The n-best then holds only the null answer when it ranks first.
-    has_span &= tf.logical_not(score_null > score)
+    has_span &= tf.math.is_nan(score_null) | tf.math.is_nan(score) | (score_null <= score)
   null_odds = tf.where(has_span, score_null - tf.cast(start_logit, tf.float64)
                        - tf.cast(end_logit, tf.float64), score_null)
-  answer = tf.where(has_span & tf.logical_not(null_odds > null_score_diff_threshold),
-                    text, "")
+  # Python's `not diff > threshold`, NaN included (grappler would rewrite a
+  # logical_not of `>` into `<=`, which is false for NaN).
+  keep = tf.math.is_nan(null_odds) | (null_odds <= null_score_diff_threshold)
+  answer = tf.where(has_span & keep, text, "")
   return {"answer": answer, "start_logit": start_logit, "end_logit": end_logit,
           "score": tf.where(has_span, score, 0.0), "null_odds": null_odds}

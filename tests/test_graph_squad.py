@@ -72,13 +72,19 @@ def test_windows_are_the_original_features(squad_v2):
     (True, 20, 30, 0.0, None),
     (True, 1, 30, -1.0, 0.5),  # One-best: the null answer can crowd out spans.
     (True, 7, 1, 1.5, 0.5),
+    (False, 20, 30, 0.0, "-inf"),  # Every span scores -inf: still ranked.
+    (True, 20, 30, 0.0, "-inf"),
 ])
 def test_best_answers_are_the_python_predictions(squad_v2, tokenizers, tmp_path, v2, n_best,
                                                  max_answer, threshold, step):
   examples, questions, contexts, features, windows = squad_v2
   rng = np.random.RandomState(n_best)
   start, end = (rng.randn(len(features), MAX_SEQ).astype(np.float32) * 3 for _ in "se")
-  if step:
+  if step == "-inf":
+    start[:] = end[:] = -np.inf
+    if v2:
+      start[::2, 0] = end[::2, 0] = 0.0  # Some windows with a finite null score.
+  elif step:
     start, end = np.round(start / step) * step, np.round(end / step) * step
   results = [squad_data.RawResult(f.unique_id, start[i], end[i])
              for i, f in enumerate(features)]
@@ -92,13 +98,15 @@ def test_best_answers_are_the_python_predictions(squad_v2, tokenizers, tmp_path,
   answers = [a.decode("utf-8") for a in out["answer"].numpy()]
   assert answers == [predictions[e.qas_id] for e in examples]
   if v2:
-    assert out["null_odds"].numpy().tolist() == [null_odds[e.qas_id] for e in examples]
+    np.testing.assert_array_equal(  # Exactly; NaN (from -inf - -inf) equals NaN.
+        out["null_odds"].numpy(), [null_odds[e.qas_id] for e in examples])
   else:
     assert out["start_logit"].numpy().tolist() == [nbest[e.qas_id][0]["start_logit"]
                                                    for e in examples]
     assert out["end_logit"].numpy().tolist() == [nbest[e.qas_id][0]["end_logit"]
                                                  for e in examples]
-  assert len(set(answers)) > len(answers) // 2  # Not one answer for all.
+  if step != "-inf":
+    assert len(set(answers)) > len(answers) // 2  # Not one answer for all.
 
 
 # (predicted normalised text, original text): the original's examples, text

@@ -30,6 +30,7 @@ import numpy as np
 
 from data_prep import classifier_data
 from data_prep import text_io
+from data_prep import tfrecord_io
 from data_prep.errors import UserError
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -170,12 +171,12 @@ class JsonLinesWriter(object):
 
 
 class TfRecordWriter(object):
+  """One tf.train.Example per line, through tfrecord_io's atomic writer."""
 
   def __init__(self, path, layer_indexes, pooling="none"):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     self._tf = tf
-    self._file = _AtomicFile(path)
-    self._writer = tf.io.TFRecordWriter(self._file.temporary)
+    self._writer = tfrecord_io.RecordFileWriter(path)
     self._layers = list(layer_indexes)
     self._pooling = pooling
 
@@ -192,15 +193,13 @@ class TfRecordWriter(object):
             value=values.reshape(-1))),
         "shape": tf.train.Feature(int64_list=tf.train.Int64List(value=values.shape)),
     }))
-    self._writer.write(example.SerializeToString())
+    self._writer.write_records([example.SerializeToString()])
 
   def close(self):
-    self._writer.close()
-    self._file.commit()
+    self._writer.commit()
 
   def abort(self):
-    self._writer.close()
-    self._file.abort()
+    self._writer.abort()
 
 
 class NpzWriter(object):

@@ -58,13 +58,22 @@ def reference_checkpoint():
   return data_file(MODELING_REF + "model.ckpt")
 
 
-def kill_when_written(command, path, timeout=300):
+def kill_at_checkpoint(command, output_dir, checkpoint_name, timeout=300):
   """Runs `command` (from the repo root) and kills it (SIGKILL, no clean-up)
-  as soon as `path` exists, as a crash or preemption would."""
+  as soon as `checkpoint_name` (e.g. "ckpt-6") is the latest checkpoint in
+  `output_dir`, as a crash or preemption would.
+
+  Waits for the `checkpoint` state file, not the checkpoint's own files:
+  those are written first, and a kill in between rightly resumes from the
+  checkpoint before.
+  """
   proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
+  state = os.path.join(output_dir, "checkpoint")
+  recorded = lambda: (os.path.exists(state) and
+                      '"%s"' % checkpoint_name in open(state).read().split("\n")[0])
   deadline = time.time() + timeout
-  while not os.path.exists(path) and proc.poll() is None and time.time() < deadline:
+  while not recorded() and proc.poll() is None and time.time() < deadline:
     time.sleep(0.05)
   proc.send_signal(signal.SIGKILL)
   proc.wait()

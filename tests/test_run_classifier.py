@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import (REPO_ROOT, SHARED_DATA, assert_three_steps_match, data_file,
-                      kill_when_written, shared_path)
+                      kill_at_checkpoint, shared_path)
 from data_prep import classifier_data
 from data_prep import tokenization
 import modeling
@@ -202,8 +202,8 @@ def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):
   result = run_classifier(args(straight))
   assert result.returncode == 0, result.stderr[-3000:]
   killed = tmp_path / "killed"
-  kill_when_written([sys.executable, "run_classifier.py"] + args(killed),
-                    killed / "ckpt-6.index")
+  kill_at_checkpoint([sys.executable, "run_classifier.py"] + args(killed),
+                    killed, "ckpt-6")
   assert (killed / "ckpt-6.index").exists() and not (killed / "ckpt-12.index").exists()
   result = run_classifier(args(killed))
   assert result.returncode == 0, result.stderr[-3000:]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file, kill_when_written
+from conftest import REPO_ROOT, data_file, kill_at_checkpoint
 import modeling
 from modeling import optimization
 from modeling import pretraining
@@ -164,8 +164,8 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
                       "--save_checkpoints_steps=6", "--iterations_per_loop=2"]
   assert _run(args(tmp_path / "straight")).returncode == 0
   killed = tmp_path / "killed"
-  kill_when_written([sys.executable, "run_pretraining.py"] + args(killed),
-                    killed / "ckpt-12.index")
+  kill_at_checkpoint([sys.executable, "run_pretraining.py"] + args(killed),
+                    killed, "ckpt-12")
   assert (killed / "ckpt-12.index").exists() and not (killed / "ckpt-24.index").exists()
   result = _run(args(killed))
   assert result.returncode == 0, result.stderr[-3000:]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, assert_three_steps_match, data_file, kill_when_written, shared_path
+from conftest import REPO_ROOT, assert_three_steps_match, data_file, kill_at_checkpoint, shared_path
 
 REF = "squad_reference/"
 CONFIG = data_file("eval_reference/bert_config.json")
@@ -176,7 +176,7 @@ def test_killed_training_resumes_to_the_same_predictions(tmp_path):
   result = run_squad(args(straight))
   assert result.returncode == 0, result.stderr[-3000:]
   killed = tmp_path / "killed"
-  kill_when_written([sys.executable, "run_squad.py"] + args(killed), killed / "ckpt-6.index")
+  kill_at_checkpoint([sys.executable, "run_squad.py"] + args(killed), killed, "ckpt-6")
   assert (killed / "ckpt-6.index").exists() and not (killed / "ckpt-12.index").exists()
   assert not (killed / "predictions.json").exists()
   result = run_squad(args(killed))

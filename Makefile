@@ -115,10 +115,12 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	@echo "Next: tensorboard --logdir=$(DEMO_DIR)/pretraining_output; make demo DEMO_STEPS=5000;"
 	@echo "  make demo DEMO_CORPUS=your_corpus.txt; the README's run_classifier.py / run_squad.py commands."
 
+# Every benchmark against every peer (bench/README.md). The original is timed
+# from a google-research/bert checkout: make bench BERT_ORIGINAL_DIR=/path;
+# BENCH_ARGS=--quick for the subset.
 bench: $(STAMP)
 	$(PY) -m pip install -q -r bench/requirements.txt
-	$(PY) bench/bench_tokenizer.py
-	$(PY) bench/bench_create_pretraining_data.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(DEMO_DIR) bench/output

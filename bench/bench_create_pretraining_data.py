@@ -34,7 +34,7 @@ def _memory(process):
     return process.memory_info().rss
 
 
-def _run(cmd, cwd, log_path):
+def run_measured(cmd, cwd, log_path):
   """Runs cmd; returns (seconds, peak memory in MB of the process tree)."""
   import psutil  # pylint: disable=g-import-not-at-top
   peak = [0]
@@ -75,6 +75,13 @@ def _features(path, max_seq_length, max_predictions):
   return {k: np.concatenate(v) for k, v in columns.items()}
 
 
+def same_records(path, other_path, max_seq_length, max_predictions):
+  """Whether two record files hold the same features, in the same order."""
+  a = _features(path, max_seq_length, max_predictions)
+  b = _features(other_path, max_seq_length, max_predictions)
+  return all(a[k].shape == b[k].shape and np.array_equal(a[k], b[k]) for k in a)
+
+
 def main():
   parser = common.argument_parser(megabytes=10.0)
   parser.add_argument("--workdir", default=None)
@@ -91,7 +98,7 @@ def main():
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
   ours_out = os.path.join(workdir, "ours.tfrecord")
-  ours_s, ours_mb = _run(
+  ours_s, ours_mb = run_measured(
       [sys.executable, "-m", "data_prep.create_pretraining_data",
        "--output_file=" + ours_out] + flags, common.REPO_ROOT,
       os.path.join(workdir, "ours.log"))
@@ -102,17 +109,13 @@ def main():
     print("original: skipped (pass --original_dir=<google-research/bert checkout>)")
     return
   orig_out = os.path.join(workdir, "original.tfrecord")
-  orig_s, orig_mb = _run(
+  orig_s, orig_mb = run_measured(
       [sys.executable, "create_pretraining_data.py", "--output_file=" + orig_out] + flags,
       original_dir, os.path.join(workdir, "original.log"))
   common.cleanup(original_dir)
   print("original: %7.1f s  peak %6.0f MB" % (orig_s, orig_mb))
 
-  ours_f = _features(ours_out, 128, 20)
-  orig_f = _features(orig_out, 128, 20)
-  same = all(np.array_equal(ours_f[k], orig_f[k]) for k in ours_f)
-  print("records: ours %d, original %d, identical: %s" % (
-      len(ours_f["input_ids"]), len(orig_f["input_ids"]), same))
+  print("records identical: %s" % same_records(ours_out, orig_out, 128, 20))
   print("wall time: original / ours = %.1fx" % (orig_s / ours_s))
   print("peak memory: ours / original = %.2f" % (ours_mb / orig_mb))
 

@@ -44,6 +44,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top
+import environments  # pylint: disable=g-import-not-at-top
 
 import numpy as np  # pylint: disable=g-import-not-at-top
 
@@ -95,8 +96,8 @@ def batch(size, mode="train", seed=0):
           "next_sentence_labels": rng.randint(0, 2, size=(size, 1)).astype(np.int32)}
 
 
-def timed(step, warmup, steps):
-  for _ in range(warmup):
+def timed(step, warmup_steps, steps):
+  for _ in range(warmup_steps):
     step()
   times = []
   for _ in range(steps):
@@ -112,6 +113,11 @@ def timed(step, warmup, steps):
 def inference_steps(args):
   """Small batches are fast and noisy here: time more of them."""
   return args.steps * 6 if args.batch == 1 else args.steps
+
+
+def warmup(args, default):
+  """Steps run before timing: `--warmup`, else the worker's default."""
+  return default if args.warmup is None else args.warmup
 
 
 def step_count(args):
@@ -144,12 +150,12 @@ def run_ours(args, data):
     model = modeling.BertPretrainer(config)
     step = training.make_train_step(
         model, optimization.create_optimizer(1e-4, 10000, 100), jit_compile=jit)
-    return timed(lambda: float(step(features)), 2, args.steps)
+    return timed(lambda: float(step(features)), warmup(args, 2), args.steps)
   model = modeling.BertModel(config, validate_inputs=False)
   inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
   forward = tf.function(lambda x: model(x, training=False)["sequence_output"],
                         jit_compile=jit)
-  return timed(lambda: forward(inputs).numpy(), 3, inference_steps(args))
+  return timed(lambda: forward(inputs).numpy(), warmup(args, 3), inference_steps(args))
 
 
 def _time_training_loop(args, make_model, loss_fn, data, jit):
@@ -246,7 +252,7 @@ def run_original(args, data):
                                              10000, 100, False)
   sess = tf.Session()
   sess.run(tf.global_variables_initializer())
-  result = timed(lambda: sess.run(target), 2, step_count(args))
+  result = timed(lambda: sess.run(target), warmup(args, 2), step_count(args))
   common.cleanup(code_dir)
   return result
 
@@ -268,7 +274,7 @@ def run_hf(args, data):
     def forward():
       with torch.no_grad():
         model(**inputs)
-    return timed(forward, 3, inference_steps(args))
+    return timed(forward, warmup(args, 3), inference_steps(args))
   if args.mode == "train":
     model = transformers.BertForPreTraining(config)
     labels = torch.full_like(t["input_ids"], -100)
@@ -289,7 +295,7 @@ def run_hf(args, data):
     model(**inputs).loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
-  return timed(step, 2, args.steps)
+  return timed(step, warmup(args, 2), args.steps)
 
 
 def run_keras_hub(args, data):
@@ -307,7 +313,7 @@ def run_keras_hub(args, data):
   if args.mode == "infer":
     forward = tf.function(lambda inputs: backbone(inputs)["sequence_output"], jit_compile=jit)
     tensors = {k: tf.constant(v) for k, v in x.items()}
-    return timed(lambda: forward(tensors).numpy(), 3, inference_steps(args))
+    return timed(lambda: forward(tensors).numpy(), warmup(args, 3), inference_steps(args))
   if args.mode == "train":
     model = keras_hub.models.BertMaskedLM(backbone=backbone)
     x = dict(x, mask_positions=data["masked_lm_positions"])
@@ -322,7 +328,7 @@ def run_keras_hub(args, data):
                                                  global_clipnorm=1.0),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=[], weighted_metrics=[], jit_compile=jit)
-  return timed(lambda: model.train_on_batch(x, y, sample_weight=w), 2, args.steps)
+  return timed(lambda: model.train_on_batch(x, y, sample_weight=w), warmup(args, 2), args.steps)
 
 
 def run_tf_models(args, data):
@@ -343,7 +349,7 @@ def run_tf_models(args, data):
   jit = args.variant == "xla"
   if args.mode == "infer":
     forward = tf.function(lambda inputs: encoder(inputs)["sequence_output"], jit_compile=jit)
-    return timed(lambda: forward(x).numpy(), 3, inference_steps(args))
+    return timed(lambda: forward(x).numpy(), warmup(args, 3), inference_steps(args))
   xent = tf.nn.sparse_softmax_cross_entropy_with_logits
   if args.mode == "train":
     model = models.BertPretrainerV2(encoder, classification_heads=[
@@ -379,7 +385,7 @@ def run_tf_models(args, data):
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
-  return timed(lambda: float(step()), 2, args.steps)
+  return timed(lambda: float(step()), warmup(args, 2), args.steps)
 
 
 WORKERS = {"ours": run_ours, "original": run_original, "hf": run_hf,
@@ -396,7 +402,7 @@ def worker(args):
 
 
 def measure(args, peer, variant, size, mode, batch_size):
-  cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--peer=" + peer,
+  cmd = [environments.interpreter(peer), os.path.abspath(__file__), "--worker", "--peer=" + peer,
          "--variant=" + variant, "--size=" + size, "--mode=" + mode,
          "--batch=%d" % batch_size, "--steps=%d" % args.steps]
   result = common.run_worker(cmd, "%s/%s/%s/%s" % (peer, variant, size, mode),
@@ -425,6 +431,7 @@ def main():
   parser.add_argument("--size", default="base")
   parser.add_argument("--mode", default="train")
   parser.add_argument("--batch", type=int, default=8)
+  parser.add_argument("--warmup", type=int, default=None)
   args = parser.parse_args()
   if args.worker:
     return worker(args)

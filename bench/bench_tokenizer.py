@@ -1,113 +1,115 @@
-"""Tokenizer throughput, side by side, on several MB of real English.
+"""Tokenization throughput of one peer: a worker of bench/run.py.
 
-  python bench/bench_tokenizer.py --original_dir=/path/to/google-research/bert
+  <peer's python> bench/bench_tokenizer.py --peer=hf --corpus=corpus.txt \\
+      --vocab_file=vocab.txt --ids_file=hf.npz [--original_dir=...]
 
-Compares (one process each, same lines, same vocabulary):
-  original   the original FullTokenizer (if --original_dir is given);
+Reads the corpus's non-empty lines (up to --megabytes), turns them into
+WordPiece ids with the peer's BERT tokenizer (uncased, no [CLS]/[SEP]),
+reports MB/s, and saves the ids so that the driver can count the lines where
+a peer's tokens differ from ours:
+  original   the original FullTokenizer, line by line;
   ours       data_prep.tokenization.FullTokenizer.tokenize_to_ids_batch;
-  hf         Hugging Face `tokenizers` BertWordPieceTokenizer (Rust);
-  tftext     tensorflow-text FastBertTokenizer (in-graph, batched).
-Prints MB/s, the ratio to the original, and how many lines differ from ours
-(ours is checked equal to the original on the lines the original ran on).
+  hf         Hugging Face `tokenizers` BertWordPieceTokenizer.encode_batch (Rust,
+             using every core);
+  keras_hub  keras_hub.tokenizers.BertTokenizer (tensorflow-text, in graph);
+  tf_models  official.nlp.modeling.layers.FastWordpieceBertTokenizer
+             (tensorflow-text's FastWordpieceTokenizer, in graph).
+The in-graph tokenizers get batches of 4096 lines.
 """
 
+import argparse
 import os
 import sys
-import tempfile
 import time
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top
 
-from data_prep import tokenization  # pylint: disable=g-import-not-at-top
+GRAPH_BATCH = 4096
 
 
-def _timed(fn):
+def _read_lines(path, megabytes):
+  lines, size = [], 0
+  with open(path, encoding="utf-8") as f:
+    for line in f:
+      if size >= megabytes * 1e6:
+        break
+      if line.strip():
+        lines.append(line.rstrip("\n"))
+        size += len(line.encode("utf-8"))
+  return lines, size / 1e6
+
+
+def _in_graph(tokenize, lines):
+  """Runs `tokenize` (lines -> ragged ids) as one graph over batches;
+  returns id rows. (Eagerly, keras-hub's tokenizer returns Python lists.)"""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tokenize = tf.function(tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+  tokenize(tf.constant(lines[:8]))  # Trace and build once.
   start = time.perf_counter()
-  result = fn()
-  return result, time.perf_counter() - start
+  batches = [tokenize(tf.constant(lines[i:i + GRAPH_BATCH]))
+             for i in range(0, len(lines), GRAPH_BATCH)]
+  seconds = time.perf_counter() - start
+  return [row for b in batches for row in b.to_list()], seconds
 
 
-def _rows(flat, splits):
-  return [flat[splits[i]:splits[i + 1]].tolist() for i in range(len(splits) - 1)]
+def tokenize(peer, lines, vocab_file, original_dir):
+  """Returns (id rows, seconds) for `peer`."""
+  if peer == "ours":
+    from data_prep import tokenization  # pylint: disable=g-import-not-at-top
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
+    start = time.perf_counter()
+    flat, splits = tokenizer.tokenize_to_ids_batch(lines)
+    seconds = time.perf_counter() - start
+    return [flat[splits[i]:splits[i + 1]].tolist() for i in range(len(lines))], seconds
+  if peer == "original":
+    code_dir = common.original_code_dir(original_dir)
+    sys.path.insert(0, code_dir)
+    import tokenization  # pylint: disable=g-import-not-at-top
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
+    start = time.perf_counter()
+    rows = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(l)) for l in lines]
+    seconds = time.perf_counter() - start
+    common.cleanup(code_dir)
+    return rows, seconds
+  if peer == "hf":
+    from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
+    tokenizer = BertWordPieceTokenizer(vocab_file, lowercase=True, clean_text=True,
+                                       handle_chinese_chars=True, strip_accents=True)
+    start = time.perf_counter()
+    encodings = tokenizer.encode_batch(lines, add_special_tokens=False)
+    seconds = time.perf_counter() - start
+    return [e.ids for e in encodings], seconds
+  if peer == "keras_hub":
+    import keras_hub  # pylint: disable=g-import-not-at-top
+    tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=vocab_file, lowercase=True)
+    return _in_graph(tokenizer, lines)
+  if peer == "tf_models":
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    from official.nlp.modeling import layers  # pylint: disable=g-import-not-at-top
+    layer = layers.FastWordpieceBertTokenizer(vocab_file=vocab_file, lower_case=True)
+    # [lines, words, pieces] -> [lines, pieces]
+    return _in_graph(lambda x: layer(x).merge_dims(1, 2), lines)
+  raise ValueError("unknown peer %r" % peer)
 
 
 def main():
-  parser = common.argument_parser(megabytes=5.0)
-  parser.add_argument("--original_megabytes", type=float, default=1.0,
-                      help="The original is slow: time it on this prefix.")
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--peer", required=True)
+  parser.add_argument("--corpus", required=True)
+  parser.add_argument("--vocab_file", required=True)
+  parser.add_argument("--megabytes", type=float, default=1e9)
+  parser.add_argument("--ids_file", required=True)
+  parser.add_argument("--original_dir")
   args = parser.parse_args()
-
-  corpus = common.build_corpus(os.path.join(tempfile.mkdtemp(), "corpus.txt"),
-                               args.megabytes)
-  with open(corpus, encoding="utf-8") as f:
-    lines = [l for l in f.read().split("\n") if l.strip()]
-  size = sum(len(l.encode("utf-8")) + 1 for l in lines) / 1e6
-  print("corpus: %.2f MB, %d lines" % (size, len(lines)))
-
-  results = {}
-  ours_tok = tokenization.FullTokenizer(args.vocab_file, do_lower_case=True)
-  (flat, splits), seconds = _timed(lambda: ours_tok.tokenize_to_ids_batch(lines))
-  ours = _rows(flat, splits)
-  results["ours"] = size / seconds
-
-  original_dir = common.original_code_dir(args.original_dir)
-  if original_dir:
-    sys.path.insert(0, original_dir)
-    import tokenization as original  # pylint: disable=g-import-not-at-top
-    orig_tok = original.FullTokenizer(args.vocab_file, do_lower_case=True)
-    prefix, prefix_mb = [], 0.0
-    for line in lines:
-      if prefix_mb >= args.original_megabytes:
-        break
-      prefix.append(line)
-      prefix_mb += (len(line.encode("utf-8")) + 1) / 1e6
-    orig, seconds = _timed(lambda: [
-        orig_tok.convert_tokens_to_ids(orig_tok.tokenize(l)) for l in prefix])
-    results["original"] = prefix_mb / seconds
-    differ = sum(a != b for a, b in zip(orig, ours))
-    print("ours vs original: %d of %d lines differ" % (differ, len(prefix)))
-    common.cleanup(original_dir)
-
-  try:
-    from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
-    hf = BertWordPieceTokenizer(args.vocab_file, lowercase=True, clean_text=True,
-                                handle_chinese_chars=True, strip_accents=True)
-    encodings, seconds = _timed(lambda: hf.encode_batch(lines, add_special_tokens=False))
-    results["hf"] = size / seconds
-    differ = sum(e.ids != o for e, o in zip(encodings, ours))
-    print("hf vs ours: %d of %d lines differ" % (differ, len(lines)))
-  except ImportError:
-    print("hf: `tokenizers` not installed (pip install -r bench/requirements.txt)")
-
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
-  vocab = list(tokenization.load_vocab(args.vocab_file).keys())
-  fast = tf_text.FastBertTokenizer(vocab=vocab, token_out_type=tf.int64,
-                                   lower_case_nfd_strip_accents=True)
-  fast.tokenize(tf.constant(lines[:10]))  # Build/trace once.
-
-  def run_fast():
-    out = []
-    for i in range(0, len(lines), 4096):
-      out.append(fast.tokenize(tf.constant(lines[i:i + 4096])))
-    return out
-  batches, seconds = _timed(run_fast)
-  results["tftext"] = size / seconds
-  fast_rows = [r for b in batches for r in b.to_list()]
-  differ = sum(a != b for a, b in zip(fast_rows, ours))
-  print("tftext FastBertTokenizer vs ours: %d of %d lines differ (%.2f%%)" %
-        (differ, len(lines), 100.0 * differ / len(lines)))
-
-  print("\n%-10s %8s %12s" % ("tokenizer", "MB/s", "x original"))
-  base = results.get("original")
-  for name in ("original", "ours", "hf", "tftext"):
-    if name in results:
-      ratio = "%.1f" % (results[name] / base) if base else "-"
-      print("%-10s %8.2f %12s" % (name, results[name], ratio))
-  if "hf" in results:
-    print("ours / hf = %.2f" % (results["ours"] / results["hf"]))
-  print("ours / tftext = %.2f" % (results["ours"] / results["tftext"]))
+  lines, size = _read_lines(args.corpus, args.megabytes)
+  rows, seconds = tokenize(args.peer, lines, args.vocab_file, args.original_dir)
+  lengths = np.array([len(r) for r in rows], np.int64)
+  np.savez(args.ids_file, lengths=lengths,
+           ids=np.array([i for r in rows for i in r], np.int64))
+  common.report_result({"mb_per_s": size / seconds, "megabytes": size, "lines": len(lines)})
 
 
 if __name__ == "__main__":

@@ -14,8 +14,6 @@ SHARED_DATA = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
-from data_prep import demo_corpus  # pylint: disable=g-import-not-at-top
-
 
 def _glue_documents():
   """Sentences of the GLUE files in ../shared/data, 10 per document."""
@@ -35,6 +33,7 @@ def build_corpus(path, target_mb):
   The King James Bible (bundled), then GLUE sentences from ../shared/data if
   present, then the Bible again until the size is reached.
   """
+  from data_prep import demo_corpus  # pylint: disable=g-import-not-at-top
   documents = []
   for _, verses in demo_corpus.iter_kjv_chapters():
     documents.append([s for v in verses for s in demo_corpus.split_sentences(v)])
@@ -96,14 +95,18 @@ def report_result(result):
   print("RESULT " + json.dumps(result))
 
 
-def run_worker(cmd, label, original_dir=None):
+def run_worker(cmd, label, original_dir=None, timeout=None):
   """Runs a benchmark worker (`cmd`, plus --original_dir when given) in its
   own process; returns the dict it reported, or None after printing why it
   failed."""
   if original_dir:
     cmd = cmd + ["--original_dir=" + original_dir]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+  try:
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+  except subprocess.TimeoutExpired:
+    sys.stderr.write("%s took over %d s: skipped\n" % (label, timeout))
+    return None
   for line in result.stdout.splitlines():
     if line.startswith("RESULT "):
       return json.loads(line[len("RESULT "):])

@@ -1,0 +1,385 @@
+"""Every benchmark, every peer, one run: `make bench` or
+
+  python bench/run.py --original_dir=/path/to/google-research/bert [--quick]
+
+Installs each peer in its own virtualenv (bench/environments.py), then runs
+`--rounds` rounds; each round runs every benchmark for every peer, one
+process at a time, so that the machine's slow spells fall on all peers alike.
+Prints one table of the medians over rounds with our ratio to each peer, and
+saves it as bench/output/results.{json,md,png}. bench/README.md says how to
+read it. Without --original_dir (or $BERT_ORIGINAL_DIR) the original is
+skipped.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_create_pretraining_data  # pylint: disable=g-import-not-at-top
+import bench_model  # pylint: disable=g-import-not-at-top
+import common  # pylint: disable=g-import-not-at-top
+import environments  # pylint: disable=g-import-not-at-top
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+PEERS = ("original", "hf", "keras_hub", "tf_models", "ours")
+WORKER_TIMEOUT = 3600
+
+# What each benchmark compares, and its sizes in a full and a --quick run.
+FULL = {"tokenize_mb": 5.0, "tokenize_original_mb": 1.0, "data_mb": 5.0,
+        "train_sizes": ("tiny", "mini", "small", "base"), "finetune_size": "base",
+        "steps": 5, "squad_steps": 3, "rounds": 3}
+QUICK = {"tokenize_mb": 1.0, "tokenize_original_mb": 0.2, "data_mb": 0.5,
+         "train_sizes": ("tiny",), "finetune_size": "tiny", "steps": 5,
+         "squad_steps": 3, "rounds": 1}
+CLASSIFY_BATCH = 32
+SQUAD_BATCH = 8
+
+
+class Benchmark:
+  """One row of the table: a metric, its unit and which way is better."""
+
+  def __init__(self, key, title, unit, higher_is_better, peers, flops=None):
+    self.key, self.title, self.unit = key, title, unit
+    self.higher_is_better = higher_is_better
+    self.peers = peers
+    self.flops = flops  # Per unit of the metric, for the fraction of peak.
+
+  def ours_better_by(self, ours, peer):
+    """How many times better ours is than `peer` (above 1: ours wins)."""
+    return ours / peer if self.higher_is_better else peer / ours
+
+  def achieved_gflops(self, value):
+    """FLOP/s the value stands for (for a time, FLOPs / seconds)."""
+    if self.flops is None:
+      return None
+    return (self.flops * value if self.higher_is_better else self.flops / value) / 1e9
+
+
+def model_flops(mode, size, batch):
+  """Forward + backward FLOPs of one step (forward alone for inference),
+  counting the matmuls that every implementation must do: 24 h^2 + 4 s h a
+  token and layer, and the masked-LM head on its 20 positions only."""
+  layers, hidden, _ = bench_model.SIZES[size]
+  seq = bench_model.SQUAD_SEQ if mode == "squad" else bench_model.SEQ
+  flops = batch * seq * layers * (24 * hidden * hidden + 4 * seq * hidden)
+  if mode == "train":
+    flops += batch * bench_model.PREDICTIONS * (
+        2 * hidden * hidden + 2 * hidden * bench_model.VOCAB)
+  return flops if mode == "infer" else 3 * flops
+
+
+class Runner:
+  """Runs the workers of one benchmark run, in the peers' interpreters."""
+
+  def __init__(self, args, sizes, work_dir):
+    self.args, self.sizes, self.work_dir = args, sizes, work_dir
+    self.corpus = common.build_corpus(
+        os.path.join(work_dir, "corpus.txt"), max(sizes["tokenize_mb"], sizes["data_mb"]))
+    self.data_corpus = common.build_corpus(
+        os.path.join(work_dir, "data_corpus.txt"), sizes["data_mb"])
+    self.notes = {}
+
+  def worker(self, peer, script, flags, label):
+    cmd = [environments.interpreter(peer), os.path.join(BENCH_DIR, script)] + flags
+    original = self.args.original_dir if peer == "original" else None
+    return common.run_worker(cmd, label, original, timeout=WORKER_TIMEOUT)
+
+  def tokenize(self, peer):
+    megabytes = self.sizes["tokenize_original_mb" if peer == "original" else "tokenize_mb"]
+    ids_file = os.path.join(self.work_dir, "tokens-%s.npz" % peer)
+    result = self.worker(peer, "bench_tokenizer.py", [
+        "--peer=" + peer, "--corpus=" + self.corpus, "--vocab_file=" + self.args.vocab_file,
+        "--megabytes=%g" % megabytes, "--ids_file=" + ids_file], "tokenize/" + peer)
+    if result and peer != "ours" and os.path.exists(self._ids("ours")):
+      differ, lines = _differing_rows(ids_file, self._ids("ours"))
+      self.notes["tokenize/" + peer] = "%d of %d lines differ from ours" % (differ, lines)
+    return result and {"tokenize": result["mb_per_s"]}
+
+  def _ids(self, peer):
+    return os.path.join(self.work_dir, "tokens-%s.npz" % peer)
+
+  def pretraining_data(self, peer):
+    flags = ["--input_file=" + self.data_corpus, "--vocab_file=" + self.args.vocab_file,
+             "--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
+             "--masked_lm_prob=0.15", "--random_seed=12345", "--dupe_factor=10"]
+    output = os.path.join(self.work_dir, "records-%s.tfrecord" % peer)
+    python = environments.interpreter(peer)
+    code_dir = None
+    if peer == "ours":
+      cmd, cwd = [python, "-m", "data_prep.create_pretraining_data"], common.REPO_ROOT
+    elif peer == "original":
+      code_dir = common.original_code_dir(self.args.original_dir)
+      cmd, cwd = [python, "create_pretraining_data.py"], code_dir
+    else:  # tf_models: Model Garden's port of the original script.
+      cmd, cwd = [python, "-m", "official.nlp.data.create_pretraining_data"], self.work_dir
+    try:
+      seconds, megabytes = bench_create_pretraining_data.run_measured(
+          cmd + ["--output_file=" + output] + flags, cwd,
+          os.path.join(self.work_dir, "records-%s.log" % peer))
+    except RuntimeError as e:
+      sys.stderr.write("pretraining data/%s: %s\n" % (peer, e))
+      return None
+    finally:
+      common.cleanup(code_dir)
+    ours = os.path.join(self.work_dir, "records-ours.tfrecord")
+    if peer != "ours" and "records/" + peer not in self.notes and os.path.exists(ours):
+      same = bench_create_pretraining_data.same_records(output, ours, 128, 20)
+      self.notes["records/" + peer] = "records %s ours" % (
+          "identical to" if same else "differ from")
+    return {"data_seconds": seconds, "data_memory": megabytes}
+
+  def model(self, peer, mode, size, batch, steps):
+    variant = "loop" if peer == "ours" and mode == "train" else "f32"
+    flags = ["--worker", "--peer=" + peer, "--variant=" + variant, "--size=" + size,
+             "--mode=" + mode, "--batch=%d" % batch, "--steps=%d" % steps]
+    if mode == "squad":
+      flags.append("--warmup=1")  # Tens of seconds a step at BERT-Base on 2 cores.
+    result = self.worker(peer, "bench_model.py", flags, "%s/%s/%s" % (mode, size, peer))
+    return result and result["seconds"]
+
+  def matmul_peak(self):
+    """GFLOP/s: the better of TensorFlow's and PyTorch's float32 matmul."""
+    figures = {}
+    for peer, framework in (("ours", "tf"), ("hf", "torch")):
+      if peer in self.args.peers:
+        result = self.worker(peer, "bench_matmul.py", ["--framework=" + framework],
+                             "matmul/" + framework)
+        if result:
+          figures[framework] = result["gflops"]
+    return figures
+
+
+def _differing_rows(path, reference_path):
+  """Lines (of the shorter file) whose ids differ between two tokens files."""
+  def rows(p):
+    data = np.load(p)
+    return np.split(data["ids"], np.cumsum(data["lengths"])[:-1])
+  a, b = rows(path), rows(reference_path)
+  n = min(len(a), len(b))
+  return sum(not np.array_equal(a[i], b[i]) for i in range(n)), n
+
+
+def plan(runner, sizes, peers):
+  """(benchmark, measure) pairs in table order; measure(peer) -> {key: value}."""
+  model_peers = [p for p in PEERS if p in peers]
+  plans = [
+      (Benchmark("tokenize", "Tokenization", "MB/s", True, model_peers), runner.tokenize),
+      (Benchmark("data_seconds", "Pre-training data, wall time", "s", False,
+                 [p for p in ("original", "tf_models", "ours") if p in peers]),
+       runner.pretraining_data),
+  ]
+  data_memory = Benchmark("data_memory", "Pre-training data, peak memory", "MB", False,
+                          plans[1][0].peers)
+
+  def timing(mode, size, batch, steps, key, per_example=False):
+    def measure(peer):
+      seconds = runner.model(peer, mode, size, batch, steps)
+      if seconds is None:
+        return None
+      return {key: batch / seconds if per_example else seconds}
+    return measure
+
+  for size in sizes["train_sizes"]:
+    plans.append((Benchmark("train_" + size, "Pre-training step, BERT-%s, batch 8" %
+                            size.capitalize(), "s", False, model_peers,
+                            flops=model_flops("train", size, 8)),
+                  timing("train", size, 8, sizes["steps"], "train_" + size)))
+  size = sizes["finetune_size"]
+  plans.append((Benchmark("classify", "Classifier fine-tuning, BERT-%s, batch %d" % (
+      size.capitalize(), CLASSIFY_BATCH), "ex/s", True, model_peers,
+                          flops=model_flops("classify", size, 1)),
+                timing("classify", size, CLASSIFY_BATCH, sizes["steps"], "classify", True)))
+  plans.append((Benchmark("squad", "SQuAD fine-tuning, BERT-%s, batch %d, seq 384" % (
+      size.capitalize(), SQUAD_BATCH), "ex/s", True, [p for p in model_peers if p != "keras_hub"],
+                          flops=model_flops("squad", size, 1)),
+                timing("squad", size, SQUAD_BATCH, sizes["squad_steps"], "squad", True)))
+  plans.append((Benchmark("infer_1", "Inference latency, BERT-Base, batch 1", "ms", False,
+                          model_peers, flops=model_flops("infer", "base", 1)),
+                timing("infer", "base", 1, sizes["steps"], "infer_1")))
+  plans.append((Benchmark("infer_32", "Inference throughput, BERT-Base, batch 32", "ex/s",
+                          True, model_peers, flops=model_flops("infer", "base", 1)),
+                timing("infer", "base", 32, sizes["steps"], "infer_32", True)))
+  return plans, data_memory
+
+
+def machine():
+  cpu = platform.processor()
+  try:
+    with open("/proc/cpuinfo") as f:
+      cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    with open("/proc/meminfo") as f:
+      memory = int(next(l.split()[1] for l in f if l.startswith("MemTotal"))) / 1024 ** 2
+  except (OSError, StopIteration):
+    memory = None
+  return {"cpu": cpu, "cores": os.cpu_count(),
+          "memory_gb": round(memory, 1) if memory else None,
+          "system": platform.platform(), "python": platform.python_version()}
+
+
+def table(benchmarks, medians, peak, peers):
+  """The results as a Markdown table: medians, each model figure's share of
+  the matmul peak, and how many times better ours is than each peer."""
+  others = [p for p in peers if p != "ours"]
+  head = ["benchmark", "unit"] + list(peers) + ["ours vs " + p for p in others]
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for b in benchmarks:
+    values = medians.get(b.key, {})
+    cells = [b.title, b.unit]
+    for p in peers:
+      value = values.get(p)
+      if p not in b.peers:
+        cells.append("n/a")
+      elif value is None:
+        cells.append("failed")
+      else:
+        shown = value * 1e3 if b.unit == "ms" else value  # Latency is kept in seconds.
+        text = "%.4g" % shown
+        if b.flops and peak:
+          gflops = b.achieved_gflops(value)
+          text += " (%.0f%%)" % (100 * gflops / peak)
+        cells.append(text)
+    ours = values.get("ours")
+    for p in others:
+      value = values.get(p)
+      cells.append("%.2fx" % b.ours_better_by(ours, value) if ours and value else "")
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
+def chart(benchmarks, medians, peers, path, title):
+  """Ours vs each peer, one group of bars per benchmark (log scale)."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  others = [p for p in peers if p != "ours"]
+  rows = [b for b in benchmarks if medians.get(b.key, {}).get("ours")]
+  fig, ax = plt.subplots(figsize=(9, 0.55 * len(rows) * max(1, len(others)) / 2 + 1.5))
+  height = 0.8 / max(1, len(others))
+  for i, p in enumerate(others):
+    ys, xs = [], []
+    for j, b in enumerate(rows):
+      value = medians[b.key].get(p)
+      if value:
+        ys.append(j + i * height)
+        xs.append(b.ours_better_by(medians[b.key]["ours"], value))
+    ax.barh(ys, xs, height=height, label=p)
+  ax.set_xscale("log")
+  ax.axvline(1.0, color="black", linewidth=0.8)
+  ax.set_yticks([j + 0.4 - height / 2 for j in range(len(rows))])
+  ax.set_yticklabels([b.title for b in rows], fontsize=8)
+  ax.invert_yaxis()
+  ax.set_xlabel("times better than the peer (above 1: ours wins; log scale)")
+  ax.set_title(title, fontsize=9)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path + ".tmp.png", dpi=110)
+  os.replace(path + ".tmp.png", path)
+
+
+def _write(path, text):
+  with open(path + ".tmp", "w", encoding="utf-8") as f:
+    f.write(text)
+  os.replace(path + ".tmp", path)
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"),
+                      help="A checkout of google-research/bert.")
+  parser.add_argument("--vocab_file", default=os.path.join(
+      common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--quick", action="store_true", help="A subset, in under 10 minutes.")
+  parser.add_argument("--rounds", type=int, default=None,
+                      help="Interleaved rounds (default 3, or 1 with --quick).")
+  parser.add_argument("--peers", default=",".join(PEERS))
+  parser.add_argument("--only", default="",
+                      help="Comma-separated benchmark keys (e.g. tokenize,train_tiny).")
+  parser.add_argument("--output_dir", default=environments.OUTPUT_DIR)
+  args = parser.parse_args()
+  sizes = dict(QUICK if args.quick else FULL)
+  rounds = args.rounds or sizes["rounds"]
+  args.peers = [p for p in args.peers.split(",") if p]
+  if "original" in args.peers and not (
+      args.original_dir and os.path.exists(os.path.join(args.original_dir, "modeling.py"))):
+    print("original: skipped (pass --original_dir=<a google-research/bert checkout>)")
+    args.peers.remove("original")
+  if not os.path.exists(args.vocab_file):
+    sys.exit("run.py: error: --vocab_file %s does not exist" % args.vocab_file)
+  os.makedirs(args.output_dir, exist_ok=True)
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+  started = time.time()
+  for peer in args.peers:
+    environments.ensure(peer)
+  print("environments ready (%.0f s)" % (time.time() - started))
+
+  work_dir = tempfile.mkdtemp(prefix="bench_", dir=args.output_dir)
+  runner = Runner(args, sizes, work_dir)
+  plans, data_memory = plan(runner, sizes, args.peers)
+  if args.only:
+    keep = set(args.only.split(","))
+    plans = [(b, m) for b, m in plans if b.key in keep or (
+        b.key == "data_seconds" and "data_memory" in keep)]
+  benchmarks = []
+  for b, _ in plans:
+    benchmarks.append(b)
+    if b.key == "data_seconds":
+      benchmarks.append(data_memory)
+  values = {b.key: {p: [] for p in b.peers} for b in benchmarks}
+
+  started = time.time()
+  for round_index in range(rounds):
+    peak = runner.matmul_peak()
+    for framework, gflops in peak.items():
+      values.setdefault("matmul_" + framework, {}).setdefault("all", []).append(gflops)
+    for benchmark, measure in plans:
+      # Ours first, so the others' outputs can be checked against it.
+      for peer in sorted(benchmark.peers, key=lambda p: p != "ours"):
+        result = measure(peer) or {}
+        for key, value in result.items():
+          values[key][peer].append(value)
+        shown = ", ".join("%s %.4g" % kv for kv in result.items()) or "failed"
+        print("[round %d/%d, %4.0f min] %-44s %-10s %s" % (
+            round_index + 1, rounds, (time.time() - started) / 60, benchmark.title, peer,
+            shown), flush=True)
+
+  medians = {k: {p: statistics.median(v) if v else None for p, v in per_peer.items()}
+             for k, per_peer in values.items()}
+  peak = max([m["all"] for k, m in medians.items() if k.startswith("matmul_")] or [None])
+  shown_peers = [p for p in PEERS if p in args.peers]
+  info = machine()
+  date = datetime.date.today().isoformat()
+  title = "%s, %s (%d cores), %d round(s)%s" % (
+      date, info["cpu"], info["cores"], rounds, ", --quick" if args.quick else "")
+  markdown = table(benchmarks, medians, peak, shown_peers)
+  notes = ["%s: %s" % kv for kv in sorted(runner.notes.items())]
+  if peak:
+    notes.insert(0, "float32 matmul peak: %.1f GFLOP/s (%s)" % (peak, ", ".join(
+        "%s %.1f" % (k[len("matmul_"):], m["all"])
+        for k, m in medians.items() if k.startswith("matmul_"))))
+  report = "%s\n\n%s\n\n%s\n" % (title, markdown, "\n".join("- " + n for n in notes))
+  print("\n" + report)
+  _write(os.path.join(args.output_dir, "results.md"), report)
+  _write(os.path.join(args.output_dir, "results.json"), json.dumps({
+      "date": date, "machine": info, "quick": args.quick, "rounds": rounds,
+      "sizes": sizes, "matmul_peak_gflops": peak, "notes": runner.notes,
+      "benchmarks": [{"key": b.key, "title": b.title, "unit": b.unit,
+                      "higher_is_better": b.higher_is_better, "flops": b.flops,
+                      "values": values[b.key], "medians": medians[b.key]}
+                     for b in benchmarks]}, indent=1))
+  chart(benchmarks, medians, shown_peers, os.path.join(args.output_dir, "results.png"), title)
+  print("saved %s/results.{md,json,png}" % args.output_dir)
+  common.cleanup(work_dir)
+
+
+if __name__ == "__main__":
+  main()

@@ -130,6 +130,11 @@ def _is_punctuation(char):
   return unicodedata.category(char).startswith("P")
 
 
+# An ASCII word's pieces: each punctuation character (the ranges above) alone,
+# and each run of other characters.
+_ASCII_PIECES = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~]+")
+
+
 def _is_chinese_char(cp):
   """True for code points of the CJK Unified Ideograph blocks.
 
@@ -187,6 +192,10 @@ class BasicTokenizer(object):
     """The tokens one whitespace-delimited word becomes."""
     if self.do_lower_case:
       word = self._run_strip_accents(word.lower())
+    if word.isalnum():  # Letters and digits are never punctuation: nothing to split.
+      return [word]
+    if word.isascii():  # No whitespace either: the word came from str.split().
+      return _ASCII_PIECES.findall(word)
     # Joining with spaces and splitting again matches the original exactly even
     # if lower-casing or decomposition ever produced whitespace.
     return " ".join(self._run_split_on_punc(word)).split()

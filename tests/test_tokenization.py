@@ -52,6 +52,19 @@ def test_reference_cases_token_for_token(tokenizers):
   assert not mismatches, mismatches[:3]
 
 
+@pytest.mark.parametrize("case", [0, 1], ids=["lower", "cased"])
+def test_random_ascii_matches_original(tokenizers, case):
+  """Punctuation-heavy ASCII words: the fast split paths (letters and digits
+  only; ASCII) against the original's character loop."""
+  reference = _load("tokenizer_ascii_cases.json")["cases"][case]
+  tok = tokenizers("uncased", reference["do_lower_case"])
+  got = [tok.tokenize(t) for t in reference["texts"]]
+  assert got == reference["tokens"]
+  flat, splits = tok.tokenize_to_ids_batch(reference["texts"])
+  assert flat.tolist() == [i for t in reference["tokens"] for i in tok.convert_tokens_to_ids(t)]
+  assert np.diff(splits).tolist() == [len(t) for t in reference["tokens"]]
+
+
 def _block_text(block):
   chars = [chr(cp) for cp in range(block * 256, block * 256 + 256)
            if not 0xD800 <= cp <= 0xDFFF]

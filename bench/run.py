@@ -34,12 +34,14 @@ PEERS = ("original", "hf", "keras_hub", "tf_models", "ours")
 WORKER_TIMEOUT = 3600
 
 # What each benchmark compares, and its sizes in a full and a --quick run.
-FULL = {"tokenize_mb": 5.0, "tokenize_original_mb": 1.0, "data_mb": 5.0,
+# A fine-tuning step at BERT-Base takes about 30 s on 2 cores (batch 32, or
+# batch 8 at sequence 384): those rows time fewer steps after one warm-up.
+FULL = {"tokenize_mb": 5.0, "tokenize_original_mb": 1.0, "data_mb": 3.0,
         "train_sizes": ("tiny", "mini", "small", "base"), "finetune_size": "base",
-        "steps": 5, "squad_steps": 3, "rounds": 3}
+        "steps": 5, "finetune_steps": 2, "infer_steps": 3, "rounds": 2}
 QUICK = {"tokenize_mb": 1.0, "tokenize_original_mb": 0.2, "data_mb": 0.5,
          "train_sizes": ("tiny",), "finetune_size": "tiny", "steps": 5,
-         "squad_steps": 3, "rounds": 1}
+         "finetune_steps": 3, "infer_steps": 2, "rounds": 1}
 CLASSIFY_BATCH = 32
 SQUAD_BATCH = 8
 
@@ -137,12 +139,12 @@ class Runner:
           "identical to" if same else "differ from")
     return {"data_seconds": seconds, "data_memory": megabytes}
 
-  def model(self, peer, mode, size, batch, steps):
+  def model(self, peer, mode, size, batch, steps, warmup=None):
     variant = "loop" if peer == "ours" and mode == "train" else "f32"
     flags = ["--worker", "--peer=" + peer, "--variant=" + variant, "--size=" + size,
              "--mode=" + mode, "--batch=%d" % batch, "--steps=%d" % steps]
-    if mode == "squad":
-      flags.append("--warmup=1")  # Tens of seconds a step at BERT-Base on 2 cores.
+    if warmup is not None:
+      flags.append("--warmup=%d" % warmup)
     result = self.worker(peer, "bench_model.py", flags, "%s/%s/%s" % (mode, size, peer))
     return result and result["seconds"]
 
@@ -180,9 +182,9 @@ def plan(runner, sizes, peers):
   data_memory = Benchmark("data_memory", "Pre-training data, peak memory", "MB", False,
                           plans[1][0].peers)
 
-  def timing(mode, size, batch, steps, key, per_example=False):
+  def timing(mode, size, batch, steps, key, per_example=False, warmup=None):
     def measure(peer):
-      seconds = runner.model(peer, mode, size, batch, steps)
+      seconds = runner.model(peer, mode, size, batch, steps, warmup)
       if seconds is None:
         return None
       return {key: batch / seconds if per_example else seconds}
@@ -197,17 +199,20 @@ def plan(runner, sizes, peers):
   plans.append((Benchmark("classify", "Classifier fine-tuning, BERT-%s, batch %d" % (
       size.capitalize(), CLASSIFY_BATCH), "ex/s", True, model_peers,
                           flops=model_flops("classify", size, 1)),
-                timing("classify", size, CLASSIFY_BATCH, sizes["steps"], "classify", True)))
+                timing("classify", size, CLASSIFY_BATCH, sizes["finetune_steps"], "classify",
+                       True, warmup=1)))
   plans.append((Benchmark("squad", "SQuAD fine-tuning, BERT-%s, batch %d, seq 384" % (
       size.capitalize(), SQUAD_BATCH), "ex/s", True, [p for p in model_peers if p != "keras_hub"],
                           flops=model_flops("squad", size, 1)),
-                timing("squad", size, SQUAD_BATCH, sizes["squad_steps"], "squad", True)))
+                timing("squad", size, SQUAD_BATCH, sizes["finetune_steps"], "squad", True,
+                       warmup=1)))
   plans.append((Benchmark("infer_1", "Inference latency, BERT-Base, batch 1", "ms", False,
                           model_peers, flops=model_flops("infer", "base", 1)),
-                timing("infer", "base", 1, sizes["steps"], "infer_1")))
+                timing("infer", "base", 1, sizes["infer_steps"], "infer_1")))
   plans.append((Benchmark("infer_32", "Inference throughput, BERT-Base, batch 32", "ex/s",
                           True, model_peers, flops=model_flops("infer", "base", 1)),
-                timing("infer", "base", 32, sizes["steps"], "infer_32", True)))
+                timing("infer", "base", 32, sizes["infer_steps"], "infer_32", True,
+                       warmup=1)))
   return plans, data_memory
 
 
@@ -299,7 +304,7 @@ def main():
       common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
   parser.add_argument("--quick", action="store_true", help="A subset, in under 10 minutes.")
   parser.add_argument("--rounds", type=int, default=None,
-                      help="Interleaved rounds (default 3, or 1 with --quick).")
+                      help="Interleaved rounds (default 2, or 1 with --quick).")
   parser.add_argument("--peers", default=",".join(PEERS))
   parser.add_argument("--only", default="",
                       help="Comma-separated benchmark keys (e.g. tokenize,train_tiny).")

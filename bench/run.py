@@ -263,6 +263,7 @@ def table(benchmarks, medians, peak, peers):
 def chart(benchmarks, medians, peers, path, title):
   """Ours vs each peer, one group of bars per benchmark (log scale)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
+  import matplotlib.ticker  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   others = [p for p in peers if p != "ours"]
@@ -278,6 +279,9 @@ def chart(benchmarks, medians, peers, path, title):
         xs.append(b.ours_better_by(medians[b.key]["ours"], value))
     ax.barh(ys, xs, height=height, label=p)
   ax.set_xscale("log")
+  ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.5, 1, 2, 5, 10, 20, 50]))
+  ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
+  ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
   ax.axvline(1.0, color="black", linewidth=0.8)
   ax.set_yticks([j + 0.4 - height / 2 for j in range(len(rows))])
   ax.set_yticklabels([b.title for b in rows], fontsize=8)

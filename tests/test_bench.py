@@ -1,0 +1,59 @@
+"""bench/run.py's arithmetic and table, on hand-computed values (the timings
+themselves are measured by `make bench`, not by the tests)."""
+
+import os
+import sys
+
+import numpy as np
+
+from conftest import REPO_ROOT
+
+sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+import run  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+def test_model_flops_by_hand():
+  # BERT-Base, sequence 128, one example: 12 layers x 128 tokens x
+  # (24 * 768^2 + 4 * 128 * 768) = 22,347,251,712.
+  assert run.model_flops("infer", "base", 1) == 22_347_251_712
+  # Training: three times the forward, plus the masked-LM head on 20 positions
+  # (2 * 128^2 + 2 * 128 * 30522 each), BERT-Tiny (2 layers, 128 wide), batch 8.
+  forward = 8 * 128 * 2 * (24 * 128 ** 2 + 4 * 128 * 128) + 8 * 20 * (
+      2 * 128 ** 2 + 2 * 128 * 30522)
+  assert forward == 8 * 128 * 2 * 458_752 + 160 * 7_846_400
+  assert run.model_flops("train", "tiny", 8) == 3 * forward
+  # SQuAD reads sequence 384.
+  assert run.model_flops("squad", "tiny", 1) == 3 * 384 * 2 * (24 * 128 ** 2 + 4 * 384 * 128)
+
+
+def test_ratios_point_the_same_way_for_times_and_rates():
+  seconds = run.Benchmark("t", "a time", "s", False, ["hf", "ours"])
+  rate = run.Benchmark("r", "a rate", "ex/s", True, ["hf", "ours"])
+  assert seconds.ours_better_by(ours=1.0, peer=3.0) == 3.0
+  assert rate.ours_better_by(ours=30.0, peer=10.0) == 3.0
+  assert seconds.ours_better_by(ours=2.0, peer=1.0) == 0.5
+
+
+def test_table_cells():
+  step = run.Benchmark("train_x", "Step", "s", False, ["original", "ours"], flops=50e9)
+  latency = run.Benchmark("infer_1", "Latency", "ms", False, ["original", "hf", "ours"],
+                          flops=10e9)
+  medians = {"train_x": {"original": 2.0, "ours": 1.0},
+             "infer_1": {"original": 0.2, "hf": None, "ours": 0.1}}
+  lines = run.table([step, latency], medians, peak=100.0, peers=["original", "hf", "ours"])
+  rows = [[c.strip() for c in l.strip("|").split("|")] for l in lines.splitlines()[2:]]
+  # 50 GFLOP in 2 s is 25 GFLOP/s: 25% of a 100 GFLOP/s peak; hf has no step row.
+  assert rows[0] == ["Step", "s", "2 (25%)", "n/a", "1 (50%)", "2.00x", ""]
+  # Latency is shown in ms; a failed worker says so.
+  assert rows[1] == ["Latency", "ms", "200 (50%)", "failed", "100 (100%)", "2.00x", ""]
+
+
+def test_differing_rows(tmp_path):
+  def save(name, rows):
+    path = str(tmp_path / name)
+    np.savez(path, lengths=np.array([len(r) for r in rows]),
+             ids=np.array([i for r in rows for i in r], np.int64))
+    return path
+  ours = save("ours.npz", [[1, 2], [3], [], [4, 5]])
+  peer = save("peer.npz", [[1, 2], [3, 9], []])  # Fewer lines: compared on 3.
+  assert run._differing_rows(peer, ours) == (1, 3)  # pylint: disable=protected-access

@@ -99,15 +99,9 @@ def _feature_stream(tokenizer, pending, num_lines, global_batch):
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
-  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+  config = run_flags.load_config()
   indexes = layer_indexes(config)
-  if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise UserError("--max_seq_length=%d is longer than the model's %d positions (%s)." %
-                    (FLAGS.max_seq_length, config.max_position_embeddings,
-                     FLAGS.bert_config_file))
-  if FLAGS.batch_size % strategy.num_replicas_in_sync:
-    raise UserError("--batch_size=%d must be divisible by the %d replicas." %
-                    (FLAGS.batch_size, strategy.num_replicas_in_sync))
+  run_flags.check_batch_size("batch_size", strategy)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
   num_lines = feature_extraction.check_input(FLAGS.input_file)

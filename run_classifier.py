@@ -30,8 +30,7 @@ from data_prep import tokenization
 from data_prep.errors import UserError
 import modeling
 from modeling import classification
-from modeling import inference
-from modeling import pretraining
+from modeling import fine_tuning
 from modeling import run_flags
 from modeling import train_loop
 
@@ -75,19 +74,12 @@ def _label_ids(examples, label_list, is_regression):
 
 
 def _run_inference(strategy, model, examples, label_list, tokenizer, is_regression,
-                   record_name, batch_size):
-  """Writes the records, runs the model over full batches; returns its outputs."""
-  if batch_size % strategy.num_replicas_in_sync:
-    raise UserError("The batch size %d must be divisible by the %d replicas." %
-                    (batch_size, strategy.num_replicas_in_sync))
+                   record_name, batch_flag):
+  """Writes the records, runs the model over them; returns its outputs."""
   path = _write_records(examples, label_list, tokenizer, record_name)
-  padding = -len(examples) % batch_size
-  logging.info("  Num examples = %d (%d actual, %d padding)", len(examples) + padding,
-               len(examples), padding)
-  logging.info("  Batch size = %d", batch_size)
   records = classifier_data.read_records(path, FLAGS.max_seq_length, is_regression)
-  dataset = inference.padded_batches(records, len(examples), batch_size)
-  return classification.run_model(strategy, model, dataset, is_regression)
+  return fine_tuning.run_inference(strategy, model, records, len(examples), batch_flag,
+                                   is_regression)
 
 
 def main(_):
@@ -96,12 +88,7 @@ def main(_):
   if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
     raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
   strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
-  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-  if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise UserError(
-        "Cannot use sequence length %d because the BERT model was only trained up "
-        "to sequence length %d (--max_seq_length, %s)." %
-        (FLAGS.max_seq_length, config.max_position_embeddings, FLAGS.bert_config_file))
+  config = run_flags.load_config()
   processor = classifier_data.processor_for(FLAGS.task_name, FLAGS.data_dir,
                                             FLAGS.xnli_language)
   label_list = processor.get_labels()
@@ -114,28 +101,15 @@ def main(_):
   if FLAGS.do_train:
     train_examples = classifier_data.check_examples(
         processor.get_train_examples(FLAGS.data_dir), "The training data")
-    num_train_steps = int(len(train_examples) / FLAGS.train_batch_size *
-                          FLAGS.num_train_epochs)
-    num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
     train_file = _write_records(train_examples, label_list, tokenizer, "train.tf_record")
-    logging.info("***** Running training *****")
-    logging.info("  Num examples = %d", len(train_examples))
-    logging.info("  Batch size = %d", FLAGS.train_batch_size)
-    logging.info("  Num steps = %d", num_train_steps)
-    with strategy.scope():
-      optimizer = run_flags.create_optimizer(FLAGS.learning_rate, num_train_steps,
-                                             num_warmup_steps)
 
     def train_dataset(per_replica_batch, input_context):
       return classifier_data.file_based_dataset(
           train_file, FLAGS.max_seq_length, per_replica_batch, is_training=True,
           drop_remainder=True, is_regression=is_regression, seed=FLAGS.seed,
           input_context=input_context)
-    result = run_flags.train(
-        strategy, model, optimizer, train_dataset,
-        classification.ClassifierLoss(is_regression), FLAGS.output_dir, num_train_steps,
-        FLAGS.train_batch_size, init_checkpoint=FLAGS.init_checkpoint)
-    step = result.step
+    step = fine_tuning.train(strategy, model, classification.ClassifierLoss(is_regression),
+                             len(train_examples), train_dataset)
   else:
     step = train_loop.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
 
@@ -144,16 +118,11 @@ def main(_):
         processor.get_dev_examples(FLAGS.data_dir), "The dev data")
     logging.info("***** Running evaluation *****")
     outputs = _run_inference(strategy, model, eval_examples, label_list, tokenizer,
-                             is_regression, "eval.tf_record", FLAGS.eval_batch_size)
+                             is_regression, "eval.tf_record", "eval_batch_size")
     results = classification.eval_metrics(
         outputs, _label_ids(eval_examples, label_list, is_regression),
         FLAGS.eval_batch_size, FLAGS.task_name, is_regression)
-    results["global_step"] = step
-    pretraining.write_eval_results(os.path.join(FLAGS.output_dir, "eval_results.txt"),
-                                   results)
-    logging.info("***** Eval results *****")
-    for key in sorted(results):
-      logging.info("  %s = %s", key, str(results[key]))
+    fine_tuning.report_eval_results(results, step)
 
   if FLAGS.do_predict:
     predict_examples = classifier_data.check_examples(
@@ -161,7 +130,7 @@ def main(_):
     logging.info("***** Running prediction *****")
     logits, _, is_real = _run_inference(
         strategy, model, predict_examples, label_list, tokenizer, is_regression,
-        "predict.tf_record", FLAGS.predict_batch_size)
+        "predict.tf_record", "predict_batch_size")
     logits = logits[is_real > 0]
     values = logits if is_regression else classification.softmax(logits)
     classification.write_test_results(

@@ -78,7 +78,7 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
                    "null.")
 
 
-def validate_flags(config):
+def validate_flags():
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   if not FLAGS.do_train and not FLAGS.do_predict and not FLAGS.export_dir:
     raise UserError("At least one of `do_train` or `do_predict` must be True "
@@ -87,11 +87,6 @@ def validate_flags(config):
     raise UserError("If `do_train` is True, then `train_file` must be specified.")
   if FLAGS.do_predict and not FLAGS.predict_file:
     raise UserError("If `do_predict` is True, then `predict_file` must be specified.")
-  if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise UserError(
-        "Cannot use sequence length %d because the BERT model was only trained up "
-        "to sequence length %d (--max_seq_length, %s)." %
-        (FLAGS.max_seq_length, config.max_position_embeddings, FLAGS.bert_config_file))
   if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
     raise UserError("The max_seq_length (%d) must be greater than max_query_length "
                     "(%d) + 3" % (FLAGS.max_seq_length, FLAGS.max_query_length))
@@ -150,9 +145,7 @@ def predict(strategy, model, tokenizer):
   logging.info("  Num orig examples = %d", len(examples))
   logging.info("  Num split examples = %d", len(features))
   logging.info("  Batch size = %d", FLAGS.predict_batch_size)
-  if FLAGS.predict_batch_size % strategy.num_replicas_in_sync:
-    raise UserError("--predict_batch_size=%d must be divisible by the %d replicas." %
-                    (FLAGS.predict_batch_size, strategy.num_replicas_in_sync))
+  run_flags.check_batch_size("predict_batch_size", strategy)
   dataset = inference.padded_batches(
       squad_data.read_features(path, FLAGS.max_seq_length, is_training=False),
       len(features), FLAGS.predict_batch_size)
@@ -197,8 +190,8 @@ def score(outputs):
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
-  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-  validate_flags(config)
+  validate_flags()
+  config = run_flags.load_config()
   tf.io.gfile.makedirs(FLAGS.output_dir)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
   with strategy.scope():

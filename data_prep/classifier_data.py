@@ -651,15 +651,16 @@ def name_to_features(seq_length, is_regression=False):
 
 
 def read_records(input_file, seq_length, is_regression=False, is_training=False, seed=0,
-                 input_context=None):
-  """Feature dicts (int32 ids) from a file the writer above made.
+                 input_context=None, spec=None):
+  """Feature dicts (int32 ids) from a file the writer above made (or, with
+  `spec`, another fine-tuning task's records).
 
   Training reads the records repeated, then shuffled in a buffer of 100 as
   the original did, but seeded, so a resumed run sees the same batches.
   """
   import tensorflow as tf
   from data_prep import pretraining_dataset
-  spec = name_to_features(seq_length, is_regression)
+  spec = spec or name_to_features(seq_length, is_regression)
   d = tf.data.TFRecordDataset(input_file)
   if input_context is not None and input_context.num_input_pipelines > 1:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)

@@ -2,6 +2,7 @@
 
 from modeling.bert_model import BertClassifier
 from modeling.bert_model import BertModel
+from modeling.bert_model import BertMultipleChoice
 from modeling.bert_model import BertPretrainer
 from modeling.bert_model import BertSpanPredictor
 from modeling.bert_model import InvalidInputError

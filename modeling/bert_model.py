@@ -281,6 +281,33 @@ class BertClassifier(BertWithHeads):
     return outputs
 
 
+class BertMultipleChoice(BertWithHeads):
+  """BERT scoring `num_choices` sequences per example (SWAG, as the paper
+  describes it): one learned vector on each sequence's pooled output (the
+  classifier head with one output), then a softmax over the choices.
+
+  Inputs are [batch, num_choices, seq_length]; outputs `logits` and
+  `probabilities` [batch, num_choices], and with `label_ids` (the right
+  choice's index) also `loss` and `per_example_loss`.
+  """
+
+  def __init__(self, config, num_choices=4, **kwargs):
+    kwargs.setdefault("name", "bert_multiple_choice")
+    super().__init__(config, num_labels=1, **kwargs)
+    self.num_choices = num_choices
+
+  def call(self, inputs, training=False):
+    sequences = {name: tf.reshape(inputs[name], [-1, tf.shape(inputs[name])[-1]])
+                 for name in ("input_ids", "input_mask", "segment_ids")}
+    outputs = super().call(sequences, training=training)
+    logits = tf.reshape(outputs["logits"], [-1, self.num_choices])
+    outputs.update(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1))
+    if "label_ids" in inputs:
+      loss, per_example = heads.classification_loss(logits, inputs["label_ids"])
+      outputs.update(loss=loss, per_example_loss=per_example)
+    return outputs
+
+
 class BertSpanPredictor(BertWithHeads):
   """BERT + a per-token dense layer giving start and end logits (SQuAD)."""
 

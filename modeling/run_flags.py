@@ -11,6 +11,8 @@ from absl import flags
 from absl import logging
 import keras
 
+from data_prep.errors import UserError
+from modeling import config as config_lib
 from modeling import optimization
 from modeling import train_loop
 
@@ -102,6 +104,26 @@ def create_strategy():
   if FLAGS.mixed_precision:
     keras.mixed_precision.set_global_policy(FLAGS.mixed_precision)
   return strategy
+
+
+def load_config():
+  """The --bert_config_file, checked against --max_seq_length."""
+  config = config_lib.BertConfig.from_json_file(FLAGS.bert_config_file)
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise UserError(
+        "Cannot use sequence length %d because the BERT model was only trained up "
+        "to sequence length %d (--max_seq_length, %s)." %
+        (FLAGS.max_seq_length, config.max_position_embeddings, FLAGS.bert_config_file))
+  return config
+
+
+def check_batch_size(flag_name, strategy):
+  """A batch-size flag's value, which must split evenly over the replicas."""
+  value = getattr(FLAGS, flag_name)
+  if value % strategy.num_replicas_in_sync:
+    raise UserError("--%s=%d must be divisible by the %d replicas." %
+                    (flag_name, value, strategy.num_replicas_in_sync))
+  return value
 
 
 def create_optimizer(learning_rate, num_train_steps, num_warmup_steps):

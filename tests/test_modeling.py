@@ -87,6 +87,27 @@ def test_regression_head():
   _close(out["loss"], np.mean((want[:, 0] - targets) ** 2))
   assert "probabilities" not in out
 
+def test_multiple_choice_scores_each_pooled_output():
+  """SWAG's model on the three reference sequences as the three choices of one
+  example: one vector on each of the original's pooled outputs, softmax over
+  the choices."""
+  model = modeling.BertMultipleChoice(_config(), num_choices=3)
+  modeling.load_original_checkpoint(model.bert, _ckpt(), log=False)
+  inputs = _inputs()
+  features = {k: inputs[k][None] for k in ("input_ids", "input_mask", "segment_ids")}
+  out = model(dict(features, label_ids=np.array([2])))
+  w = model.classifier.output_weights.numpy()
+  b = model.classifier.output_bias.numpy()
+  want = (_reference()["pooled_output"] @ w.T + b).reshape(1, 3)
+  probabilities = np.exp(want) / np.exp(want).sum()
+  _close(out["logits"], want)
+  _close(out["probabilities"], probabilities)
+  _close(out["loss"], -np.log(probabilities[0, 2]))
+  # Two examples at once score the same as each alone.
+  both = {k: np.concatenate([v, v[:, ::-1]]) for k, v in features.items()}
+  _close(model(both)["logits"], np.concatenate([want, want[:, ::-1]]))
+
+
 def test_head_shape_mismatch_names_variable_and_shapes():
   model = modeling.BertClassifier(_config(), num_labels=2)
   with pytest.raises(modeling.CheckpointMismatchError,

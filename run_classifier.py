@@ -22,12 +22,9 @@ if __package__ in (None, ""):  # Run as a file path: make the repo importable.
 
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from data_prep import classifier_data
 from data_prep import cli
-from data_prep import tokenization
-from data_prep.errors import UserError
 import modeling
 from modeling import classification
 from modeling import fine_tuning
@@ -49,11 +46,7 @@ flags.DEFINE_integer("max_seq_length", 128,
                      "The maximum total input sequence length after WordPiece "
                      "tokenization. Sequences longer than this will be truncated, and "
                      "sequences shorter than this will be padded.")
-flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-flags.DEFINE_bool("do_predict", False,
-                  "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+run_flags.define_eval_and_predict_flags()
 
 # Additions.
 flags.DEFINE_string("xnli_language", "zh", "The XNLI language to train and evaluate on.")
@@ -84,17 +77,11 @@ def _run_inference(strategy, model, examples, label_list, tokenizer, is_regressi
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-  if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
-    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
-  config = run_flags.load_config()
+  strategy, config, tokenizer = fine_tuning.set_up()
   processor = classifier_data.processor_for(FLAGS.task_name, FLAGS.data_dir,
                                             FLAGS.xnli_language)
   label_list = processor.get_labels()
   is_regression = processor.is_regression
-  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-  tf.io.gfile.makedirs(FLAGS.output_dir)
   with strategy.scope():
     model = modeling.BertClassifier(config, num_labels=1 if is_regression else len(label_list))
 

@@ -23,11 +23,9 @@ if __package__ in (None, ""):  # Run as a file path: make the repo importable.
 
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from data_prep import cli
 from data_prep import swag_data
-from data_prep import tokenization
 from data_prep.errors import UserError
 import modeling
 from modeling import classification
@@ -45,10 +43,7 @@ flags.DEFINE_integer("max_seq_length", 128,
                      "The maximum total length of each [CLS] context [SEP] ending [SEP] "
                      "sequence after WordPiece tokenization; longer pairs are truncated, "
                      "shorter ones padded.")
-flags.DEFINE_bool("do_eval", False, "Whether to run eval on val.csv.")
-flags.DEFINE_bool("do_predict", False, "Whether to predict the endings of test.csv.")
-flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+run_flags.define_eval_and_predict_flags()  # Dev: val.csv; test: test.csv.
 
 
 def _examples(split):
@@ -73,13 +68,7 @@ def _run_inference(strategy, model, examples, tokenizer, record_name, batch_flag
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-  if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
-    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
-  config = run_flags.load_config()
-  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-  tf.io.gfile.makedirs(FLAGS.output_dir)
+  strategy, config, tokenizer = fine_tuning.set_up()
   with strategy.scope():
     model = modeling.BertMultipleChoice(config, num_choices=swag_data.NUM_CHOICES)
 

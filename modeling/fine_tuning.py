@@ -1,4 +1,4 @@
-"""The steps run_classifier.py and run_swag.py share: training for
+"""The steps run_classifier.py and run_swag.py share: the set-up, training for
 --num_train_epochs, running the model over full batches, reporting the
 eval results. They read the shared flags (modeling/run_flags.py)."""
 
@@ -6,13 +6,29 @@ import os
 
 from absl import flags
 from absl import logging
+import tensorflow as tf
 
+from data_prep import tokenization
+from data_prep.errors import UserError
 from modeling import classification
 from modeling import inference
 from modeling import pretraining
 from modeling import run_flags
 
 FLAGS = flags.FLAGS
+
+
+def set_up():
+  """The checks and objects both scripts start with; returns (strategy,
+  config, tokenizer) and creates --output_dir."""
+  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+  if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
+    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
+  config = run_flags.load_config()
+  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  return strategy, config, tokenizer
 
 
 def train(strategy, model, loss_fn, num_examples, train_dataset):

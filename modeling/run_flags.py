@@ -88,6 +88,16 @@ def define_fine_tuning_flags():
                       "answer out; see modeling/export.py) at the end of the run.")
 
 
+def define_eval_and_predict_flags():
+  """The original run_classifier.py's `do_eval`, `do_predict` and their batch
+  sizes, which run_swag.py shares."""
+  flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+  flags.DEFINE_bool("do_predict", False,
+                    "Whether to run the model in inference mode on the test set.")
+  flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+  flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+
+
 def create_strategy():
   """The strategy the flags ask for, with the seed and precision policy set.
 

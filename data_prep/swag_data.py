@@ -108,10 +108,10 @@ def write_records(examples, tokenizer, max_seq_length, output_file):
   """One record per example, written atomically."""
   from data_prep import tfrecord_io  # pylint: disable=g-import-not-at-top
   with tfrecord_io.atomic_writers([output_file]) as (writer,):
-    for index, example in enumerate(examples):
-      if index % 10000 == 0:
-        logging.info("Writing example %d of %d", index, len(examples))
-      writer.write_records([serialize_example(example, tokenizer, max_seq_length)])
+    for start in range(0, len(examples), 4096):
+      logging.info("Writing example %d of %d", start, len(examples))
+      writer.write_records([serialize_example(e, tokenizer, max_seq_length)
+                            for e in examples[start:start + 4096]])
 
 
 def name_to_features(seq_length):

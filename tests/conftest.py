@@ -70,8 +70,12 @@ def kill_at_checkpoint(command, output_dir, checkpoint_name, timeout=300):
   proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
   state = os.path.join(output_dir, "checkpoint")
-  recorded = lambda: (os.path.exists(state) and
-                      '"%s"' % checkpoint_name in open(state).read().split("\n")[0])
+
+  def recorded():
+    if not os.path.exists(state):
+      return False
+    with open(state) as f:
+      return '"%s"' % checkpoint_name in f.readline()
   deadline = time.time() + timeout
   while not recorded() and proc.poll() is None and time.time() < deadline:
     time.sleep(0.05)

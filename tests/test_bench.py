@@ -20,7 +20,6 @@ def test_model_flops_by_hand():
   # (2 * 128^2 + 2 * 128 * 30522 each), BERT-Tiny (2 layers, 128 wide), batch 8.
   forward = 8 * 128 * 2 * (24 * 128 ** 2 + 4 * 128 * 128) + 8 * 20 * (
       2 * 128 ** 2 + 2 * 128 * 30522)
-  assert forward == 8 * 128 * 2 * 458_752 + 160 * 7_846_400
   assert run.model_flops("train", "tiny", 8) == 3 * forward
   # SQuAD reads sequence 384.
   assert run.model_flops("squad", "tiny", 1) == 3 * 384 * 2 * (24 * 128 ** 2 + 4 * 384 * 128)

@@ -5,7 +5,9 @@
     --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \\
     --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
 
-Runs on one device, several GPUs, several machines or a TPU
+--pretraining_objective=mlm (no next-sentence prediction) or ltr (a
+left-to-right language model) trains the paper's ablations from the same
+records (modeling/pretraining.py). Runs on one device, several GPUs, several machines or a TPU
 (--distribution_strategy); re-running the same command resumes from the last
 checkpoint in --output_dir.
 """
@@ -47,6 +49,10 @@ flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 
 # Additions besides the shared ones.
+flags.DEFINE_enum("pretraining_objective", "mlm_nsp", list(pretraining.OBJECTIVES),
+                  "mlm_nsp: masked LM + next-sentence prediction (the original); mlm: "
+                  "masked LM only; ltr: left-to-right LM (needs \"causal_attention\": "
+                  "true in the config). The paper's ablations; see modeling/pretraining.py.")
 flags.DEFINE_bool("eval_one_pass", False,
                   "Evaluate every record once instead of --max_eval_steps batches "
                   "of a repeated input.")
@@ -67,7 +73,7 @@ def main(_):
   tf.io.gfile.makedirs(FLAGS.output_dir)
 
   with strategy.scope():
-    model = modeling.BertPretrainer(config)
+    model = pretraining.create_pretrainer(config, FLAGS.pretraining_objective)
     optimizer = run_flags.create_optimizer(
         FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps)
 
@@ -77,7 +83,7 @@ def main(_):
       return pretraining_dataset.pretraining_dataset(
           input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
           per_replica_batch, is_training=True, seed=FLAGS.seed,
-          input_context=input_context)
+          input_context=input_context, objective=FLAGS.pretraining_objective)
     result = run_flags.train(
         strategy, model, optimizer, train_dataset, pretraining.PretrainingLoss(),
         FLAGS.output_dir, FLAGS.num_train_steps, FLAGS.train_batch_size,
@@ -94,7 +100,8 @@ def main(_):
   if FLAGS.do_eval:
     dataset = pretraining_dataset.pretraining_dataset(
         input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
-        FLAGS.eval_batch_size, is_training=False, repeat=not FLAGS.eval_one_pass)
+        FLAGS.eval_batch_size, is_training=False, repeat=not FLAGS.eval_one_pass,
+        objective=FLAGS.pretraining_objective)
     results = pretraining.evaluate(
         strategy, model, dataset,
         max_steps=None if FLAGS.eval_one_pass else FLAGS.max_eval_steps)

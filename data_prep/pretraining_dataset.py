@@ -42,13 +42,34 @@ def check_record_shapes(input_files, max_seq_length, max_predictions_per_seq):
               "regenerate the data." % (path, name, found, flag, size, flag, found))
 
 
+def left_to_right(features):
+  """One decoded record as a left-to-right language-model example: the
+  masked tokens restored (`masked_lm_ids` holds the originals), and as
+  "masked" predictions the next token at every position but the last, weighted
+  by whether that next token is real. So the same records, loss and metrics
+  serve the paper's LTR ablation."""
+  input_ids = features["input_ids"]
+  length = input_ids.shape[0]
+  weights = tf.cast(features["masked_lm_weights"] > 0, tf.int32)
+  marked = tf.one_hot(features["masked_lm_positions"], length, dtype=tf.int32) * weights[:, None]
+  restored = tf.reduce_sum(marked * features["masked_lm_ids"][:, None], axis=0)
+  input_ids = tf.where(tf.reduce_sum(marked, axis=0) > 0, restored, input_ids)
+  features = dict(features, input_ids=input_ids)
+  features["masked_lm_positions"] = tf.range(length - 1, dtype=tf.int32)
+  features["masked_lm_ids"] = input_ids[1:]
+  features["masked_lm_weights"] = tf.cast(features["input_mask"][1:], tf.float32)
+  return features
+
+
 def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
                         batch_size, is_training, num_cpu_threads=4, seed=0,
-                        repeat=True, input_context=None):
+                        repeat=True, input_context=None, objective="mlm_nsp"):
   """Batches of feature dicts from `input_files` (see the module docstring).
 
   `input_context` (from tf.distribute) shards files across input pipelines,
   as for multi-worker training; `batch_size` is then per pipeline.
+  `objective="ltr"` turns each record into a left-to-right example
+  (`left_to_right`); the others read records as they are.
   """
   spec = pretraining_records.name_to_features(max_seq_length, max_predictions_per_seq)
   if is_training:
@@ -70,7 +91,8 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
     d = tf.data.TFRecordDataset(list(input_files))
     if repeat:
       d = d.repeat()
-  d = d.map(lambda r: decode_record(r, spec), num_parallel_calls=num_cpu_threads,
-            deterministic=True)
+  decode = ((lambda r: left_to_right(decode_record(r, spec))) if objective == "ltr"
+            else (lambda r: decode_record(r, spec)))
+  d = d.map(decode, num_parallel_calls=num_cpu_threads, deterministic=True)
   d = d.batch(batch_size, drop_remainder=is_training or repeat)
   return d.prefetch(tf.data.AUTOTUNE)

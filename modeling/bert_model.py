@@ -9,7 +9,9 @@
     outputs["embedding_output"]  # [batch, seq, hidden]
 
 `input_mask` defaults to all ones and `segment_ids` to all zeros, as in the
-original. Every model here can say which original checkpoint name each of its
+original. A config with `causal_attention` gives a left-to-right encoder
+(the paper's LTR ablation): a causal attention mask, and the pooler reads
+the last real token, the only one that has seen the whole input. Every model here can say which original checkpoint name each of its
 variables has (`original_names()`), which is all that loading and writing
 released checkpoints needs.
 """
@@ -62,6 +64,10 @@ class BertModel(_Model):
 
   def build(self, input_shape=None):
     self.built = True  # Every weight was created in __init__.
+
+  @property
+  def causal(self):
+    return getattr(self.config, "causal_attention", False)
 
   @property
   def embedding_table(self):
@@ -117,17 +123,33 @@ class BertModel(_Model):
       input_ids = tf.identity(input_ids)
     embedding_output = self.embeddings(input_ids, segment_ids, training=training)
     mask_adder = layers.attention_mask_adder(input_mask)
-    positions = None
+    if self.causal:
+      mask_adder += layers.causal_mask_adder(tf.shape(input_ids)[1])
+      pool_position = tf.maximum(
+          tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=1) - 1, 0)
+    else:
+      pool_position = tf.zeros([tf.shape(input_ids)[0]], tf.int32)
+    positions = last_mask_adder = None
     if output_positions is not None:
-      first = tf.zeros([tf.shape(input_ids)[0], 1], tf.int32)
-      positions = tf.concat([first, tf.cast(output_positions, tf.int32)], 1)
+      positions = tf.concat([pool_position[:, tf.newaxis],
+                             tf.cast(output_positions, tf.int32)], 1)
+      # A causal mask has a row per query: keep those of the computed ones.
+      last_mask_adder = (tf.gather(mask_adder[:, 0], positions, batch_dims=1)[:, tf.newaxis]
+                         if self.causal else mask_adder)
     x = embedding_output
     encoder_outputs = []
     for i, layer in enumerate(self.encoder_layers):
-      last = i == len(self.encoder_layers) - 1
-      x = layer(x, mask_adder, training=training, positions=positions if last else None)
+      if i == len(self.encoder_layers) - 1 and positions is not None:
+        x = layer(x, last_mask_adder, training=training, positions=positions)
+      else:
+        x = layer(x, mask_adder, training=training)
       encoder_outputs.append(x)
-    pooled_output = self.pooler(x[:, 0, :])
+    if positions is not None:
+      pooled_output = self.pooler(x[:, 0, :])
+    elif self.causal:
+      pooled_output = self.pooler(tf.gather(x, pool_position, batch_dims=1))
+    else:
+      pooled_output = self.pooler(x[:, 0, :])
     if positions is not None:
       x = x[:, 1:, :]
       encoder_outputs[-1] = x
@@ -233,25 +255,31 @@ class BertPretrainer(BertWithHeads):
   `next_sentence_log_probs` [batch, 2] (and their logits); with labels present also the
   original's losses: `masked_lm_loss`, `next_sentence_loss`, `loss`,
   and per-example losses.
+
+  `next_sentence=False` leaves out the next-sentence head, its variables and
+  its loss (the paper's "No NSP" ablation). A left-to-right language model
+  is this without it, on a causal config, with the next token of every
+  position as the "masked" prediction (pretraining_dataset.left_to_right).
   """
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, config, next_sentence=True, **kwargs):
     kwargs.setdefault("name", "bert_pretrainer")
-    super().__init__(config, masked_lm=True, next_sentence=True, **kwargs)
+    super().__init__(config, masked_lm=True, next_sentence=next_sentence, **kwargs)
 
   def call(self, inputs, training=False):
     outputs = super().call(inputs, training=training)
-    if "masked_lm_ids" in inputs and "next_sentence_labels" in inputs:
+    if "masked_lm_ids" in inputs:
       mlm_loss, mlm_per_example = heads.masked_lm_loss(
           outputs["masked_lm_logits"], inputs["masked_lm_ids"],
           inputs["masked_lm_weights"])
+      outputs.update(masked_lm_loss=mlm_loss, masked_lm_per_example_loss=mlm_per_example,
+                     loss=mlm_loss)
+    if self.next_sentence is not None and "next_sentence_labels" in inputs:
       nsp_loss, nsp_per_example = heads.classification_loss(
           outputs["next_sentence_logits"], inputs["next_sentence_labels"])
-      outputs.update(masked_lm_loss=mlm_loss,
-                     masked_lm_per_example_loss=mlm_per_example,
-                     next_sentence_loss=nsp_loss,
+      outputs.update(next_sentence_loss=nsp_loss,
                      next_sentence_per_example_loss=nsp_per_example,
-                     loss=mlm_loss + nsp_loss)
+                     loss=outputs.get("loss", 0.0) + nsp_loss)
     return outputs
 
 

@@ -27,7 +27,10 @@ class BertConfig(object):
   """Model hyper-parameters, as in the released `bert_config.json` files.
 
   Unknown keys (the Chinese model's `pooler_*`, `directionality`) are kept as
-  attributes and written back, as the original did.
+  attributes and written back, as the original did. One key of ours joins
+  them: `"causal_attention": true` makes a left-to-right model (each position
+  attends only to itself and earlier ones; the pooler reads the last real
+  token), for the paper's LTR ablation; absent means false, the original.
   """
 
   def __init__(self, vocab_size, hidden_size=768, num_hidden_layers=12,
@@ -101,6 +104,9 @@ class BertConfig(object):
           "%s: field 'hidden_size' (%d) is not a multiple of field "
           "'num_attention_heads' (%d)." % (source, self.hidden_size,
                                            self.num_attention_heads))
+    if not isinstance(getattr(self, "causal_attention", False), bool):
+      raise UserError("%s: field 'causal_attention' must be true or false, got %r." % (
+          source, self.causal_attention))
     if self.hidden_act.lower() not in _ACTIVATIONS:
       raise UserError("%s: field 'hidden_act' is %r; supported: %s." % (
           source, self.hidden_act, ", ".join(_ACTIVATIONS)))

@@ -241,6 +241,13 @@ def gather_positions(sequence, positions):
   return tf.reshape(gathered, [shape[0], -1, width])
 
 
+def causal_mask_adder(length):
+  """[1, 1, length, length] additive bias hiding every later position from
+  each query (0 at or before it, -10000 after), for a left-to-right model."""
+  future = 1.0 - tf.linalg.band_part(tf.ones([length, length]), -1, 0)
+  return future[tf.newaxis, tf.newaxis] * -10000.0
+
+
 def attention_mask_adder(input_mask):
   """[batch, seq] 1/0 mask -> [batch, 1, 1, seq] additive bias (0 or -10000)."""
   mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]

@@ -1,9 +1,38 @@
-"""Pre-training loss for the distributed loop, and the original's evaluation metrics."""
+"""Pre-training objectives, their loss for the distributed loop, and the
+original's evaluation metrics.
+
+Objectives (`run_pretraining.py --pretraining_objective`, the paper's
+section 5.1 ablations):
+  mlm_nsp  masked LM + next-sentence prediction, the original;
+  mlm      masked LM only: no next-sentence head, variables or loss;
+  ltr      a left-to-right language model: a causal attention mask (the
+           config's `causal_attention`), the next token predicted at every
+           position of the same records with their masking undone, no
+           next-sentence prediction.
+For `ltr` the masked_lm_* metrics are next-token accuracy and loss.
+"""
 
 import numpy as np
 import tensorflow as tf
 
+from data_prep.errors import UserError
+from modeling import bert_model
 from modeling import heads
+
+OBJECTIVES = ("mlm_nsp", "mlm", "ltr")
+
+
+def create_pretrainer(config, objective="mlm_nsp"):
+  """The pre-training model of `objective`; `ltr` needs a causal config, which
+  fine-tuning then reads too (the paper kept the left-only constraint there)."""
+  causal = getattr(config, "causal_attention", False)
+  if objective == "ltr" and not causal:
+    raise UserError('--pretraining_objective=ltr needs "causal_attention": true in '
+                    "--bert_config_file (fine-tuning reads the same file).")
+  if objective != "ltr" and causal:
+    raise UserError('--pretraining_objective=%s needs a bidirectional model: drop '
+                    '"causal_attention" from --bert_config_file.' % objective)
+  return bert_model.BertPretrainer(config, next_sentence=objective == "mlm_nsp")
 
 
 class PretrainingLoss(object):
@@ -28,15 +57,16 @@ class PretrainingLoss(object):
     out = model.bert(features, training=True,
                      output_positions=features["masked_lm_positions"])
     mlm_logits = model.masked_lm(out["sequence_output"], model.bert.embedding_table)
-    nsp_logits = model.next_sentence(out["pooled_output"])
     _, mlm_per_example = heads.masked_lm_loss(
         mlm_logits, features["masked_lm_ids"], features["masked_lm_weights"])
-    _, nsp_per_example = heads.classification_loss(
-        nsp_logits, features["next_sentence_labels"])
     weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
-    mlm = tf.reduce_sum(weights * mlm_per_example) / (totals["mask_weight"] + 1e-5)
-    nsp = tf.reduce_sum(nsp_per_example) / totals["examples"]
-    return mlm + nsp
+    loss = tf.reduce_sum(weights * mlm_per_example) / (totals["mask_weight"] + 1e-5)
+    if model.next_sentence is not None:
+      nsp_logits = model.next_sentence(out["pooled_output"])
+      _, nsp_per_example = heads.classification_loss(
+          nsp_logits, features["next_sentence_labels"])
+      loss += tf.reduce_sum(nsp_per_example) / totals["examples"]
+    return loss
 
 
 class PretrainingMetrics(object):
@@ -45,11 +75,11 @@ class PretrainingMetrics(object):
   masked_lm_accuracy / masked_lm_loss: weighted by masked_lm_weights over all
   predictions; next_sentence_accuracy / next_sentence_loss: over examples;
   loss: the mean over batches of the batch loss (what Estimator reported).
+  Without a next-sentence head the next_sentence_* metrics are left out.
   """
 
   def __init__(self):
     self.sums = {k: 0.0 for k in ("mlm_correct", "mlm_loss", "mlm_weight",
-                                  "nsp_correct", "nsp_loss", "examples",
                                   "batch_loss", "batches")}
 
   @staticmethod
@@ -58,32 +88,38 @@ class PretrainingMetrics(object):
     weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
     labels = tf.reshape(tf.cast(features["masked_lm_ids"], tf.int64), [-1])
     predicted = tf.argmax(outputs["masked_lm_logits"], axis=-1)
-    nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int64), [-1])
-    nsp_predicted = tf.argmax(outputs["next_sentence_logits"], axis=-1)
-    return {
+    sums = {
         "mlm_correct": tf.reduce_sum(weights * tf.cast(tf.equal(predicted, labels), tf.float32)),
         "mlm_loss": tf.reduce_sum(weights * outputs["masked_lm_per_example_loss"]),
         "mlm_weight": tf.reduce_sum(weights),
-        "nsp_correct": tf.reduce_sum(tf.cast(tf.equal(nsp_predicted, nsp_labels), tf.float32)),
-        "nsp_loss": tf.reduce_sum(outputs["next_sentence_per_example_loss"]),
-        "examples": tf.cast(tf.size(nsp_labels), tf.float32),
     }
+    if "next_sentence_logits" in outputs:
+      nsp_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int64), [-1])
+      nsp_predicted = tf.argmax(outputs["next_sentence_logits"], axis=-1)
+      sums.update(
+          nsp_correct=tf.reduce_sum(tf.cast(tf.equal(nsp_predicted, nsp_labels), tf.float32)),
+          nsp_loss=tf.reduce_sum(outputs["next_sentence_per_example_loss"]),
+          examples=tf.cast(tf.size(nsp_labels), tf.float32))
+    return sums
 
   def add(self, sums, batch_loss):
     for k, v in sums.items():
-      self.sums[k] += float(v)
+      self.sums[k] = self.sums.get(k, 0.0) + float(v)
     self.sums["batch_loss"] += float(batch_loss)
     self.sums["batches"] += 1
 
   def result(self):
     s = self.sums
-    return {
+    results = {
         "masked_lm_accuracy": np.float32(s["mlm_correct"] / max(s["mlm_weight"], 1e-12)),
         "masked_lm_loss": np.float32(s["mlm_loss"] / max(s["mlm_weight"], 1e-12)),
-        "next_sentence_accuracy": np.float32(s["nsp_correct"] / max(s["examples"], 1)),
-        "next_sentence_loss": np.float32(s["nsp_loss"] / max(s["examples"], 1)),
         "loss": np.float32(s["batch_loss"] / max(s["batches"], 1)),
     }
+    if "examples" in s:
+      results.update(
+          next_sentence_accuracy=np.float32(s["nsp_correct"] / max(s["examples"], 1)),
+          next_sentence_loss=np.float32(s["nsp_loss"] / max(s["examples"], 1)))
+    return results
 
 
 def evaluate(strategy, model, dataset, max_steps=None):

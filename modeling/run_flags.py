@@ -62,6 +62,11 @@ def define_training_flags():
                        "How often to save the model checkpoint.")
   flags.DEFINE_integer("iterations_per_loop", 1000,
                        "How many steps to make in each estimator call.")
+  # Addition: the original's Estimator kept its default of 5.
+  flags.DEFINE_integer("keep_checkpoint_max", 5,
+                       "How many of the latest checkpoints to keep (0: all, e.g. "
+                       "to fine-tune from several points of one pre-training run).",
+                       lower_bound=0)
 
 
 def define_tokenizer_flags():
@@ -154,4 +159,4 @@ def train(strategy, model, optimizer, dataset_fn, loss_fn, output_dir, num_train
       train_batch_size, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
       iterations_per_loop=FLAGS.iterations_per_loop, init_checkpoint=init_checkpoint,
       gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-      use_xla=FLAGS.use_xla)
+      use_xla=FLAGS.use_xla, max_checkpoints=FLAGS.keep_checkpoint_max or None)

@@ -21,7 +21,7 @@ DEMO_EVAL_BATCH := 32
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo bench ablation clean
 
 # Installing also compiles the data generator's numba code (cached in
 # data_prep/__pycache__), so the first run is as fast as later ones.
@@ -121,6 +121,11 @@ demo: $(STAMP) $(DEMO_CORPUS)
 bench: $(STAMP)
 	$(PY) -m pip install -q -r bench/requirements.txt
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+# The paper's pre-training ablations (Table 5, Figure 5) on a tiny model:
+# bench/ablation.py; e.g. ABLATION_ARGS="--glue_dir=../shared/data/glue".
+ablation: $(STAMP)
+	$(PY) bench/ablation.py $(ABLATION_ARGS)
 
 clean:
 	rm -rf $(DEMO_DIR) bench/output

@@ -12,7 +12,9 @@ release has no SWAG script: this one has run_classifier.py's flags and
 behaviour (strategies, checkpoints, resuming when run again) and writes
 train/eval/predict.tf_record, eval_results.txt (eval_accuracy, eval_loss,
 loss, global_step) and predictions.tsv (id, predicted ending, the four
-probabilities) for test.csv.
+probabilities) for test.csv. `--export_dir` writes a SavedModel for TF
+Serving that takes the raw context, start and four endings
+(modeling/export.py).
 """
 
 import os
@@ -103,6 +105,12 @@ def main(_):
     swag_data.write_predictions(path, predict_examples,
                                 classification.softmax(logits[is_real > 0]))
     logging.info("Predictions: %s", path)
+
+  if FLAGS.export_dir:
+    from modeling import export  # Imports tensorflow-text, needed only here.
+    export.export_multiple_choice(model, FLAGS.export_dir, FLAGS.vocab_file,
+                                  FLAGS.do_lower_case, FLAGS.max_seq_length)
+    logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 
 if __name__ == "__main__":

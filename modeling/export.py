@@ -14,6 +14,15 @@ A classifier's SavedModel has three signatures:
     outputs.
   * `tokenize`: the text inputs in, the three feature tensors
     [batch, max_seq_length] int32 out.
+A SWAG (multiple-choice) model's SavedModel has three:
+  * `serving_default`: `context` (SWAG's sent1), `start` (sent2) [batch] and
+    `endings` [batch, num_choices] strings in; `probabilities` [batch,
+    num_choices], `prediction` (the ending's index) and `ending` (its text)
+    out. Each choice is packed as run_swag.py packs it: context, then start
+    + " " + ending.
+  * `serve_features`: the three feature tensors [batch, num_choices,
+    max_seq_length] in, the same outputs but `ending`.
+  * `tokenize`: the text inputs in, the three feature tensors out.
 A SQuAD model's SavedModel has two:
   * `serving_default`: `question` and `context` strings in; `answer` (what
     run_squad.py's predictions.json would say) with the `start_logit`,
@@ -124,6 +133,70 @@ def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_leng
   tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
   server = ClassifierServer(model, tokenizer, max_seq_length, label_list, is_regression)
   return _save(server, export_dir, classifier_signatures(server, sentence_pair))
+
+
+class MultipleChoiceServer(tf.Module):
+  """What a SWAG SavedModel holds: the model, the tokenizer, the sequence length."""
+
+  def __init__(self, model, tokenizer, max_seq_length):
+    super().__init__(name="multiple_choice_server")
+    self.model = model
+    self.tokenizer = tokenizer
+    self.max_seq_length = max_seq_length
+
+  def features(self, context, start, endings):
+    num_choices = tf.shape(endings)[1]
+    contexts = tf.reshape(tf.repeat(context[:, tf.newaxis], num_choices, axis=1), [-1])
+    continuations = tf.strings.join(
+        [tf.reshape(tf.repeat(start[:, tf.newaxis], num_choices, axis=1), [-1]),
+         tf.reshape(endings, [-1])], separator=" ")
+    flat = graph_features.pack_pair(
+        self.tokenizer.tokenize_to_ids(contexts), self.tokenizer.tokenize_to_ids(continuations),
+        self.max_seq_length, self.tokenizer.cls_id, self.tokenizer.sep_id)
+    return {name: tf.reshape(flat[name], [-1, num_choices, self.max_seq_length])
+            for name in _FEATURE_NAMES}
+
+  def outputs(self, features):
+    probabilities = tf.cast(self.model(features, training=False)["probabilities"], tf.float32)
+    return {"probabilities": probabilities,
+            "prediction": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
+
+  def answers(self, context, start, endings):
+    outputs = self.outputs(self.features(context, start, endings))
+    outputs["ending"] = tf.gather(endings, outputs["prediction"], batch_dims=1)
+    return outputs
+
+
+def multiple_choice_signatures(server):
+  """serving_default, serve_features and tokenize, traced with plain ops."""
+  texts = [_text_spec("context"), _text_spec("start"),
+           tf.TensorSpec([None, None], tf.string, name="endings")]
+
+  @tf.function(input_signature=texts)
+  def serve_text(context, start, endings):
+    return server.answers(context, start, endings)
+
+  @tf.function(input_signature=texts)
+  def tokenize(context, start, endings):
+    return server.features(context, start, endings)
+
+  @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.int32, name=n)
+                                for n in _FEATURE_NAMES])
+  def serve_features(input_ids, input_mask, segment_ids):
+    return server.outputs({"input_ids": input_ids, "input_mask": input_mask,
+                           "segment_ids": segment_ids})
+
+  with fused.plain_ops():
+    return {"serving_default": serve_text.get_concrete_function(),
+            "serve_features": serve_features.get_concrete_function(),
+            "tokenize": tokenize.get_concrete_function()}
+
+
+def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq_length):
+  """Writes a SWAG model's SavedModel (see the module docstring); returns export_dir."""
+  tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+  server = MultipleChoiceServer(model, tokenizer, max_seq_length)
+  return _save(server, export_dir, multiple_choice_signatures(server))
 
 
 class SpanServer(tf.Module):

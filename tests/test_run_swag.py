@@ -71,7 +71,8 @@ def test_tiny_model_learns_a_recoverable_task(tmp_path):
   out = tmp_path / "out"
   result = run_swag(_flags(data, out, _tiny_config(tmp_path)) + [
       "--do_train", "--do_eval", "--do_predict", "--train_batch_size=16",
-      "--learning_rate=2e-3", "--num_train_epochs=2", "--eval_batch_size=10"])
+      "--learning_rate=2e-3", "--num_train_epochs=2", "--eval_batch_size=10",
+      "--export_dir=%s" % (tmp_path / "export")])
   assert result.returncode == 0, result.stderr[-3000:]
   with open(out / "eval_results.txt") as f:
     results = dict(line.strip().split(" = ") for line in f)
@@ -87,6 +88,26 @@ def test_tiny_model_learns_a_recoverable_task(tmp_path):
   predictions = [int(r[1]) for r in rows[1:]]
   assert predictions == list(np.argmax(probabilities, axis=1))
   assert np.mean(np.array(predictions) == np.array(test_labels)) > 0.9
+  _check_export(tmp_path / "export", data / "test.csv", probabilities)
+
+
+def _check_export(export_dir, test_csv, probabilities):
+  """The SavedModel, from raw text, answers as --do_predict did, without XLA."""
+  import tensorflow as tf
+  import tensorflow_text  # pylint: disable=unused-import  (registers its ops)
+  from data_prep import swag_data
+  from modeling import export
+  assert export.xla_functions(str(export_dir)) == []
+  examples = swag_data.read_swag_examples(str(test_csv), has_label=False)
+  serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+  outputs = serve(context=tf.constant([e.context for e in examples]),
+                  start=tf.constant([e.start_ending for e in examples]),
+                  endings=tf.constant([list(e.endings) for e in examples]))
+  np.testing.assert_allclose(outputs["probabilities"].numpy(), probabilities, atol=1e-5)
+  chosen = outputs["prediction"].numpy()
+  np.testing.assert_array_equal(chosen, np.argmax(probabilities, axis=1))
+  assert [t.decode() for t in outputs["ending"].numpy()] == [
+      e.endings[i] for e, i in zip(examples, chosen)]
 
 
 @pytest.mark.parametrize("bad_row,message", [

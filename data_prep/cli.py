@@ -37,7 +37,17 @@ def _one_line(error):
   return " ".join(text.split("\n\n")[0].split())
 
 
-def run(main):
+def parse_known_flags(argv):
+  """A flags parser for `run` that leaves the flags it does not know in the
+  arguments given to main (e.g. Apache Beam's pipeline options)."""
+  try:
+    return flags.FLAGS(argv, known_only=True)
+  except flags.Error as error:
+    sys.stderr.write("%s: error: %s\n" % (argv[0].rsplit("/", 1)[-1], error))
+    sys.exit(EXIT_USER_ERROR)
+
+
+def run(main, flags_parser=None):
   """absl's app.run(main), with input errors reported as one line."""
   def guarded_main(argv):
     try:
@@ -49,4 +59,7 @@ def run(main):
       sys.stderr.write("%s: error: %s\n" % (program, _one_line(error)))
       sys.stderr.flush()
       sys.exit(EXIT_USER_ERROR)
-  app.run(guarded_main)
+  if flags_parser is None:
+    app.run(guarded_main)
+  else:
+    app.run(guarded_main, flags_parser=flags_parser)

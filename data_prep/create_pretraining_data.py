@@ -139,9 +139,9 @@ def derived_seed(random_seed, shard_name):
   return int.from_bytes(digest.digest()[:8], "little")
 
 
-def generate(input_files, output_files, tokenizer, options, num_workers=1,
-             on_invalid_utf8="strict", seed=None):
-  """The whole pipeline for one set of inputs; returns the instance count."""
+def create_instances(input_files, tokenizer, options, num_workers=1,
+                     on_invalid_utf8="strict", seed=None):
+  """Text to shuffled instances: (instances, their record order, corpus)."""
   options.validate()
   start = time.time()
   corpus = pretraining_corpus.read_corpus(
@@ -172,6 +172,15 @@ def generate(input_files, output_files, tokenizer, options, num_workers=1,
       options.short_seq_prob, options.masked_lm_prob,
       options.do_whole_word_mask, progress=progress)
   order = pretraining_instances.shuffle_instances(state, instances.count)
+  return instances, order, corpus
+
+
+def generate(input_files, output_files, tokenizer, options, num_workers=1,
+             on_invalid_utf8="strict", seed=None):
+  """The whole pipeline for one set of inputs; returns the instance count."""
+  start = time.time()
+  instances, order, _ = create_instances(input_files, tokenizer, options, num_workers,
+                                         on_invalid_utf8, seed)
   _log_examples(instances, order, tokenizer)
 
   logging.info("*** Writing to output files ***")
@@ -284,12 +293,40 @@ def _num_workers(flag_value):
   return flag_value if flag_value > 0 else (os.cpu_count() or 1)
 
 
-def _run_sharded(input_files, tokenizer, options):
-  """Sharded mode: every input file on its own, skipping finished shards."""
+def shard_names(input_files):
+  """Each input file's shard name (its base name), which must be distinct:
+  it names the output and derives the shard's seed."""
   names = [os.path.basename(p) for p in input_files]
   if len(set(names)) != len(names):
     raise UserError("Sharded mode needs distinct input file names; got "
                      "duplicates among %s." % ", ".join(input_files))
+  return names
+
+
+def options_from_flags():
+  options = Options(
+      max_seq_length=FLAGS.max_seq_length,
+      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+      random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
+      masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+      do_whole_word_mask=FLAGS.do_whole_word_mask)
+  options.validate()
+  return options
+
+
+def tokenizer_and_inputs_from_flags():
+  """The flags' tokenizer and input files, checked before any work starts."""
+  tokenizer = tokenization.FullTokenizer(
+      vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+  check_vocab(tokenizer, FLAGS.vocab_file)
+  input_files = text_io.expand_globs(FLAGS.input_file)
+  check_input_files(input_files)
+  return tokenizer, input_files
+
+
+def _run_sharded(input_files, tokenizer, options):
+  """Sharded mode: every input file on its own, skipping finished shards."""
+  names = shard_names(input_files)
   if not 0 <= FLAGS.task_index < FLAGS.num_tasks:
     raise UserError("--task_index must be in [0, --num_tasks).")
   text_io.makedirs(FLAGS.output_dir)
@@ -309,21 +346,10 @@ def _run_sharded(input_files, tokenizer, options):
 def main(_):
   logging.set_verbosity(logging.INFO)
   py_logging.getLogger().setLevel(py_logging.INFO)
-  options = Options(
-      max_seq_length=FLAGS.max_seq_length,
-      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-      random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
-      masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-      do_whole_word_mask=FLAGS.do_whole_word_mask)
-  options.validate()
+  options = options_from_flags()
   if bool(FLAGS.output_file) == bool(FLAGS.output_dir):
     raise app.UsageError("Pass exactly one of --output_file and --output_dir.")
-
-  tokenizer = tokenization.FullTokenizer(
-      vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-  check_vocab(tokenizer, FLAGS.vocab_file)
-  input_files = text_io.expand_globs(FLAGS.input_file)
-  check_input_files(input_files)
+  tokenizer, input_files = tokenizer_and_inputs_from_flags()
   logging.info("*** Reading from input files ***")
   for path in input_files:
     logging.info("  %s", path)

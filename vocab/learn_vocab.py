@@ -13,6 +13,12 @@ punctuation and CJK splitting). Two learners:
                  The .model file is kept next to the vocabulary.
 The file starts like the released ones: [PAD], then --num_unused [unusedN]
 slots, then [UNK] [CLS] [SEP] [MASK], then the learned tokens.
+
+--beam counts the words with an Apache Beam pipeline instead (each input file
+counted by a worker, the counts summed by the runner; arguments this tool
+does not know are Beam's pipeline options), for corpora too large for one
+process; the learner then runs here on the counts, and the vocabulary is
+the in-memory mode's.
 """
 
 import collections
@@ -45,6 +51,10 @@ flags.DEFINE_integer("num_unused", 0, "How many [unusedN] slots to reserve.")
 flags.DEFINE_integer("max_unique_chars", 1000,
                      "Alphabet size limit (rarer characters become [UNK]).")
 flags.DEFINE_integer("max_token_length", 50, "Longest word considered.")
+flags.DEFINE_bool("beam", False,
+                  "Count the words with an Apache Beam pipeline (one input file per "
+                  "unit of work); arguments this tool does not know are Beam's "
+                  "pipeline options, e.g. --runner=DataflowRunner.")
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -76,12 +86,63 @@ def count_words(input_files, do_lower_case, log_every_seconds=10.0):
   return counts
 
 
+def _file_word_counts(path, do_lower_case):
+  """One file's (raw word, count) pairs: count_words' first pass."""
+  basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+  counts = collections.Counter()
+  for _, line in text_io.iter_text_lines(path, errors="ignore"):
+    counts.update(basic._clean_and_split(line))
+  return counts.items()
+
+
+def _split_counts(word_count, do_lower_case):
+  """(raw word, count) -> (basic token, count) pairs: count_words' second pass."""
+  word, count = word_count
+  basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+  return [(token, count) for token in basic._split_word(word)]
+
+
+def count_words_beam(input_files, do_lower_case, pipeline_args):
+  """count_words as a distributed word count: each file counted by a worker,
+  the counts summed per word by the runner; the same Counter."""
+  import apache_beam as beam
+  import tensorflow as tf
+  from data_prep import beam_options
+  options = beam_options.local_by_default(pipeline_args)
+  # The counts go where every worker and this process can reach: the
+  # pipeline's temp_location (e.g. gs://) if given, else a local directory.
+  temp_root = options.get_all_options().get("temp_location")
+  counts_dir = os.path.join(temp_root or tempfile.mkdtemp(), "word_counts-%d" % os.getpid())
+  start = time.time()
+  with beam.Pipeline(options=options) as pipeline:
+    _ = (pipeline
+         | "InputFiles" >> beam.Create(input_files)
+         | "OneFilePerWorker" >> beam.Reshuffle()
+         | "CountFile" >> beam.FlatMap(_file_word_counts, do_lower_case)
+         | "SumWords" >> beam.CombinePerKey(sum)
+         | "SplitWords" >> beam.FlatMap(_split_counts, do_lower_case)
+         | "SumTokens" >> beam.CombinePerKey(sum)
+         | "Format" >> beam.MapTuple(lambda token, count: "%s\t%d" % (token, count))
+         | "Write" >> beam.io.WriteToText(os.path.join(counts_dir, "counts")))
+  counts = collections.Counter()
+  for path in tf.io.gfile.glob(os.path.join(counts_dir, "counts*")):
+    with tf.io.gfile.GFile(path, "r") as f:
+      for line in f:
+        token, count = line.rstrip("\n").rsplit("\t", 1)
+        counts[token] += int(count)
+  tf.io.gfile.rmtree(counts_dir)
+  logging.info("%d distinct words counted by Beam in %.1fs.", len(counts), time.time() - start)
+  return counts
+
+
 def learn_wordpiece(counts, vocab_size, reserved, max_unique_chars,
                     max_token_length):
   from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
   # include_joiner_token=True is what makes the learner emit "##" pieces.
+  # Sorted: the learner breaks ties in input order, and the counts of the
+  # two counting modes come in different orders.
   tokens = learner.learn(
-      list(counts.items()), vocab_size=vocab_size, reserved_tokens=reserved,
+      sorted(counts.items()), vocab_size=vocab_size, reserved_tokens=reserved,
       max_unique_chars=max_unique_chars, max_token_length=max_token_length,
       lower_thresh=2, include_joiner_token=True, joiner="##")
   return [t for t in tokens if t != "##"]
@@ -92,7 +153,7 @@ def learn_sentencepiece(counts, vocab_size, reserved, model_prefix):
   with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False,
                                    encoding="utf-8") as f:
     # One word per line with its count: SentencePiece's TSV input.
-    for word, count in counts.items():
+    for word, count in sorted(counts.items()):  # The same file in either counting mode.
       f.write("%s\t%d\n" % (word, count))
     words_file = f.name
   try:
@@ -134,15 +195,21 @@ def write_vocab(tokens, output_file):
   os.replace(tmp, output_file)
 
 
-def main(_):
+def main(argv):
   logging.set_verbosity(logging.INFO)
   py_logging.getLogger().setLevel(py_logging.INFO)
+  if len(argv) > 1 and not FLAGS.beam:
+    raise app.UsageError("Unknown arguments %s (Beam pipeline options need --beam)." %
+                         " ".join(argv[1:]))
   input_files = text_io.expand_globs(FLAGS.input_file)
   reserved = reserved_tokens(FLAGS.num_unused)
   if FLAGS.vocab_size <= len(reserved):
     raise app.UsageError("--vocab_size must exceed the %d reserved tokens." %
                          len(reserved))
-  counts = count_words(input_files, FLAGS.do_lower_case)
+  if FLAGS.beam:
+    counts = count_words_beam(input_files, FLAGS.do_lower_case, argv[1:])
+  else:
+    counts = count_words(input_files, FLAGS.do_lower_case)
   if not counts:
     raise UserError("No words found in %s." % FLAGS.input_file)
   start = time.time()
@@ -160,4 +227,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flag_as_required("input_file")
   flags.mark_flag_as_required("output_file")
-  cli.run(main)
+  cli.run(main, flags_parser=cli.parse_known_flags)

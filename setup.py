@@ -1,0 +1,12 @@
+"""Packages the library for workers that need it (e.g. Beam's --setup_file on
+Dataflow); the scripts themselves run from the checkout."""
+
+import setuptools
+
+setuptools.setup(
+    name="bert-tf2-original",
+    version="0.1",
+    packages=setuptools.find_packages(include=["data_prep", "data_prep.*", "vocab",
+                                               "vocab.*", "modeling", "modeling.*"]),
+    install_requires=[],  # Workers get requirements.txt (--requirements_file).
+)

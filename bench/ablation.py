@@ -279,7 +279,7 @@ def parse_args(argv=None):
   parser.add_argument("--max_seq_length", type=int, default=64)
   parser.add_argument("--max_predictions_per_seq", type=int, default=10)
   parser.add_argument("--dupe_factor", type=int, default=3)
-  parser.add_argument("--pretrain_steps", type=int, default=2000)
+  parser.add_argument("--pretrain_steps", type=int, default=1500)
   parser.add_argument("--curve_points", type=int, default=3,
                       help="Pre-training step counts in Figure 5 (halving from the last).")
   parser.add_argument("--pretrain_learning_rate", type=float, default=5e-4)

@@ -20,10 +20,9 @@ import json
 import os
 import sys
 import tempfile
-import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_create_pretraining_data  # pylint: disable=g-import-not-at-top,wrong-import-position
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
@@ -43,34 +42,11 @@ def split_corpus(path, directory, files):
 
 
 def run_measured(args, log_path):
-  """Runs `python args`; returns (seconds, peak RSS in MB of the largest
-  single process of its tree: the driver or one worker)."""
-  import psutil  # pylint: disable=g-import-not-at-top
-  import subprocess  # pylint: disable=g-import-not-at-top
-  peak = [0]
-  with open(log_path, "w") as log:
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable] + args, cwd=common.REPO_ROOT, stdout=log,
-                            stderr=subprocess.STDOUT,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    root = psutil.Process(proc.pid)
-
-    def watch():
-      while proc.poll() is None:
-        try:
-          for p in [root] + root.children(recursive=True):
-            peak[0] = max(peak[0], p.memory_info().rss)
-        except psutil.Error:
-          pass
-        time.sleep(0.05)
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    code = proc.wait()
-    seconds = time.perf_counter() - start
-    watcher.join()
-  if code:
-    sys.exit("%s failed; see %s" % (" ".join(args[:2]), log_path))
-  return seconds, peak[0] / 1e6
+  """Runs `python args`; returns (seconds, peak memory in MB of its largest
+  single process: the driver or one worker)."""
+  return bench_create_pretraining_data.run_measured(
+      [sys.executable] + args, common.REPO_ROOT, log_path, largest_process=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
 
 
 def records(pattern):
@@ -113,6 +89,13 @@ def main():
   runs["Beam, 1 of the %d files" % args.files] = dict(seconds=seconds, peak_mb=peak,
                                                       processes=args.workers)
   count = len(expected)
+  with open(os.path.join(work, "one_process.log")) as f:  # "Wrote N total instances in Xs."
+    one_busy = sum(float(line.rsplit(" in ", 1)[1].rstrip("s.\n"))
+                   for line in f if "total instances in" in line)
+  with open(os.path.join(work, "beam", "summary.json")) as f:
+    beam_busy = json.load(f)["worker_busy_ms"] / 1000.0
+  runs["one process"]["busy_seconds"] = one_busy
+  runs["Beam, %d workers" % args.workers]["busy_seconds"] = beam_busy
   lines = ["Corpus: %.1f MB in %d files, %d records; Beam's records %s the one-process tool's."
            % (args.corpus_mb, args.files, count, "equal" if same else "DIFFER FROM"), "",
            "| run | wall s | records/s | records/s per process | peak MB of one process |",
@@ -127,14 +110,20 @@ def main():
   beam = runs["Beam, %d workers" % args.workers]
   ratio = one["seconds"] / beam["seconds"]
   per_worker = ratio / args.workers
-  lines += ["", "Beam per-worker throughput / one-process throughput: %.2f "
-            "(wall-time speed-up with %d workers: %.2fx)." % (per_worker, args.workers, ratio)]
+  busy_ratio = one_busy / beam_busy
+  lines += ["", "Per worker, from wall time: %.2f of the one-process tool's records/s "
+            "(wall-time speed-up with %d workers: %.2fx; the one-file run shows the "
+            "runner's fixed start-up cost)." % (per_worker, args.workers, ratio),
+            "Per worker, from the time workers spent generating and writing (%.1f s in "
+            "all, vs %.1f s of the one-process tool): %.2f of the one-process tool's "
+            "records/s." % (beam_busy, one_busy, busy_ratio)]
   report = "\n".join(lines)
   print(report)
   os.makedirs(args.output_dir, exist_ok=True)
   with open(os.path.join(args.output_dir, "beam.json"), "w") as f:
     json.dump(dict(runs=runs, records=count, same_records=same, corpus_mb=args.corpus_mb,
-                   files=args.files, per_worker_ratio=per_worker), f, indent=2)
+                   files=args.files, per_worker_ratio=per_worker,
+                   busy_per_worker_ratio=busy_ratio), f, indent=2)
   with open(os.path.join(args.output_dir, "beam.md"), "w") as f:
     f.write(report + "\n")
   common.cleanup(work)

@@ -34,21 +34,25 @@ def _memory(process):
     return process.memory_info().rss
 
 
-def run_measured(cmd, cwd, log_path):
-  """Runs cmd; returns (seconds, peak memory in MB of the process tree)."""
+def run_measured(cmd, cwd, log_path, largest_process=False, env=None):
+  """Runs cmd; returns (seconds, peak memory in MB of the process tree, or
+  with `largest_process` the peak RSS of its largest single process, which
+  is cheaper to poll and so disturbs several busy processes less)."""
   import psutil  # pylint: disable=g-import-not-at-top
   peak = [0]
   with open(log_path, "w") as log:
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
     ps = psutil.Process(proc.pid)
 
     def watch():
       while proc.poll() is None:
         try:
-          rss = _memory(ps) + sum(
-              _memory(c) for c in ps.children(recursive=True))
-          peak[0] = max(peak[0], rss)
+          tree = [ps] + ps.children(recursive=True)
+          if largest_process:
+            peak[0] = max([peak[0]] + [p.memory_info().rss for p in tree])
+          else:
+            peak[0] = max(peak[0], sum(_memory(p) for p in tree))
         except psutil.Error:
           pass
         time.sleep(0.05)

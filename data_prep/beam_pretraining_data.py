@@ -29,13 +29,19 @@ if __package__ in (None, ""):  # Run as a file path: make the repo importable.
 from absl import flags
 from absl import logging
 import apache_beam as beam
+from apache_beam import coders
+from apache_beam.io import filebasedsink
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from data_prep import beam_options
 from data_prep import cli
 from data_prep import create_pretraining_data as cpd
 from data_prep import pretraining_records
 from data_prep import text_io
+from data_prep import tfrecord_io
 from data_prep import tokenization
+from data_prep import warm_up
 from data_prep.errors import UserError
 
 FLAGS = flags.FLAGS
@@ -45,15 +51,17 @@ _NAMESPACE = "pretraining_data"
 
 
 class GenerateShard(beam.DoFn):
-  """(shard name, input file) -> its serialised records, as the sharded mode
-  makes them. The tokenizer is loaded in `setup`, once per worker, not
-  pickled with the pipeline."""
+  """(shard name, input file) -> its records, as the sharded mode makes them,
+  in TFRecord-framed batches (framing is compiled; thousands of records per
+  element keep Beam's per-element cost out of the way). The tokenizer is
+  loaded in `setup`, once per worker, not pickled with the pipeline."""
 
   def __init__(self, vocab_file, do_lower_case, options, on_invalid_utf8):
     super().__init__()
     self.files = beam.metrics.Metrics.counter(_NAMESPACE, "files")
     self.documents = beam.metrics.Metrics.counter(_NAMESPACE, "documents")
     self.instances = beam.metrics.Metrics.counter(_NAMESPACE, "instances")
+    self.busy_ms = beam.metrics.Metrics.counter(_NAMESPACE, "worker_busy_ms")
     self.vocab_file = vocab_file
     self.do_lower_case = do_lower_case
     self.options = options
@@ -62,8 +70,10 @@ class GenerateShard(beam.DoFn):
 
   def setup(self):
     self.tokenizer = tokenization.FullTokenizer(self.vocab_file, self.do_lower_case)
+    warm_up.load_compiled_code()  # Once per worker, before its first file.
 
   def process(self, element):
+    started = time.time()
     name, path = element
     instances, order, corpus = cpd.create_instances(
         [path], self.tokenizer, self.options, num_workers=1,
@@ -72,38 +82,55 @@ class GenerateShard(beam.DoFn):
     self.files.inc()
     self.documents.inc(corpus.num_documents)
     self.instances.inc(len(order))
-    for record in pretraining_records.iter_serialized(instances, order):
-      yield record
+    for data, offsets in pretraining_records.iter_serialized_batches(instances, order):
+      yield tfrecord_io.framed(data, offsets)
+    # Includes writing: the sink consumes each batch before the next is made.
+    self.busy_ms.inc(int(1000 * (time.time() - started)))
+
+
+class FramedRecordSink(filebasedsink.FileBasedSink):
+  """Beam's file sink (temporary files, renamed when the pipeline succeeds)
+  for elements that are already TFRecord frames."""
+
+  def __init__(self, file_path_prefix, num_shards=0):
+    super().__init__(file_path_prefix, coder=coders.BytesCoder(),
+                     file_name_suffix=OUTPUT_SUFFIX, num_shards=num_shards,
+                     mime_type="application/octet-stream",
+                     compression_type=CompressionTypes.UNCOMPRESSED)
+
+  def write_encoded_record(self, file_handle, encoded_value):
+    file_handle.write(encoded_value)
 
 
 def build_pipeline(pipeline, shards, generate, output_dir, num_output_files=0):
   """Adds the steps to `pipeline`: (name, file) shards -> records (by the
-  GenerateShard `generate`) -> TFRecord files."""
+  GenerateShard `generate`) -> TFRecord files. With `num_output_files` the
+  runner regroups all records into that many files (a shuffle of the data);
+  by default each bundle of work writes its own."""
   return (pipeline
           | "InputFiles" >> beam.Create(shards)
           | "OneFilePerWorker" >> beam.Reshuffle()
           | "Generate" >> beam.ParDo(generate)
-          | "Write" >> beam.io.WriteToTFRecord(
-              os.path.join(output_dir, OUTPUT_PREFIX), file_name_suffix=OUTPUT_SUFFIX,
-              num_shards=num_output_files))
+          | "Write" >> beam.io.Write(FramedRecordSink(
+              os.path.join(output_dir, OUTPUT_PREFIX), num_output_files)))
 
 
 def output_files(output_dir):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return sorted(tf.io.gfile.glob(os.path.join(output_dir, "*" + OUTPUT_SUFFIX + "*")))
+  pattern = FileSystems.join(output_dir, "*" + OUTPUT_SUFFIX + "*")
+  return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
 
 
 def count_records(path):
   """Records in a TFRecord file, from the length prefixes of their frames
   (8-byte length, 4-byte CRC, data, 4-byte CRC), without reading the data."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  count, position, size = 0, 0, tf.io.gfile.stat(path).length
-  with tf.io.gfile.GFile(path, "rb") as f:
-    while position < size:
-      f.seek(position)
-      position += 16 + int.from_bytes(f.read(8), "little")
+  count = 0
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    while True:
+      header = f.read(12)
+      if not header:
+        return count
+      f.seek(int.from_bytes(header[:8], "little") + 4, 1)
       count += 1
-  return count
 
 
 def _counts(result):
@@ -117,9 +144,12 @@ def _counts(result):
 def _remove_temporary_files(output_dir):
   """The sink's beam-temp-* directory of a failed run (final names are only
   made by a successful one)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  for path in tf.io.gfile.glob(os.path.join(output_dir, "beam-temp-*")):
-    tf.io.gfile.rmtree(path)
+  pattern = FileSystems.join(output_dir, "beam-temp-*")
+  paths = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+  directories = {p[:p.index("beam-temp-")] + p[p.index("beam-temp-"):].split("/")[0]
+                 for p in paths}
+  if directories:
+    FileSystems.delete(sorted(directories))
 
 
 def _beam_error(error):
@@ -132,6 +162,14 @@ def _beam_error(error):
       if marker in line:
         return UserError(line.split(marker, 1)[1].split(" [while running")[0])
   return None
+
+
+def _write_summary(path, summary):
+  with FileSystems.create(path + ".tmp") as f:
+    f.write((json.dumps(summary, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+  if FileSystems.exists(path):
+    FileSystems.delete([path])
+  FileSystems.rename([path + ".tmp"], [path])
 
 
 def main(argv):
@@ -173,11 +211,7 @@ def main(argv):
   summary = dict(_counts(result), seconds=round(time.time() - start, 1),
                  records_per_file={os.path.basename(p): count_records(p) for p in paths})
   summary["records"] = sum(summary["records_per_file"].values())
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  summary_path = os.path.join(FLAGS.output_dir, "summary.json")
-  with tf.io.gfile.GFile(summary_path + ".tmp", "w") as f:
-    f.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-  tf.io.gfile.rename(summary_path + ".tmp", summary_path, overwrite=True)
+  _write_summary(FileSystems.join(FLAGS.output_dir, "summary.json"), summary)
   logging.info("Done in %.1fs: %s files, %s documents, %d records in %d output files.",
                summary["seconds"], summary.get("files"), summary.get("documents"),
                summary["records"], len(paths))

@@ -66,6 +66,15 @@ def frame_records(data, offsets, table, out):
   return pos
 
 
+def framed(data, offsets):
+  """Records data[offsets[j]:offsets[j + 1]] (data: uint8 array) as the bytes
+  of a TFRecord file holding them."""
+  count = len(offsets) - 1
+  out = np.empty(int(offsets[-1] - offsets[0]) + 16 * count, np.uint8)
+  size = frame_records(data, offsets, _TABLE, out)
+  return out[:size].tobytes()
+
+
 def is_remote(path):
   return "://" in path
 
@@ -88,10 +97,7 @@ class RecordFileWriter(object):
 
   def write_batch(self, data, offsets):
     """Writes records data[offsets[j]:offsets[j + 1]] (data: uint8 array)."""
-    count = len(offsets) - 1
-    out = np.empty(int(offsets[-1] - offsets[0]) + 16 * count, np.uint8)
-    size = frame_records(data, offsets, _TABLE, out)
-    self._file.write(out[:size].tobytes())
+    self._file.write(framed(data, offsets))
 
   def write_records(self, records):
     """Writes a list of serialised records (bytes)."""

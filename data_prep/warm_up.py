@@ -21,8 +21,9 @@ _WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "a
           "came", "back", "home", "play", "##ing", "##s", "."]
 
 
-def main():
-  start = time.time()
+def load_compiled_code():
+  """Runs the tiny corpus through the generator: compiles the numba code, or
+  loads it from the cache (what a new worker process pays once)."""
   with tempfile.TemporaryDirectory() as directory:
     vocab = os.path.join(directory, "vocab.txt")
     with open(vocab, "w", encoding="utf-8") as f:
@@ -40,6 +41,11 @@ def main():
           do_whole_word_mask=whole_word)
       create_pretraining_data.generate(
           [corpus], [os.path.join(directory, "out.tfrecord")], tokenizer, options)
+
+
+def main():
+  start = time.time()
+  load_compiled_code()
   print("Compiled the data generator's numba code in %.1f s." % (time.time() - start))
 
 

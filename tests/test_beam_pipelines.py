@@ -77,6 +77,8 @@ def test_bad_input_stops_before_the_pipeline(tmp_path):
       (["--input_file=%s/*" % corpus, "--vocab_file=%s" % bad_vocab], "lacks the special"),
       (["--input_file=%s/*" % corpus, "--vocab_file=" + vocab, "--max_seq_length=3"],
        "--max_seq_length=3"),
+      (["--input_file=%s/*" % corpus, "--vocab_file=" + vocab, "--dupe_factr=3"],
+       "Unknown arguments: --dupe_factr"),
   ]
   for args, message in cases:
     result = _python(["-m", "data_prep.beam_pretraining_data", "--output_dir=%s" % out] + args)

@@ -7,9 +7,9 @@
 
 --pretraining_objective=mlm (no next-sentence prediction) or ltr (a
 left-to-right language model) trains the paper's ablations from the same
-records (modeling/pretraining.py). Runs on one device, several GPUs, several machines or a TPU
-(--distribution_strategy); re-running the same command resumes from the last
-checkpoint in --output_dir.
+records (modeling/pretraining.py). Runs on one device, several GPUs, several
+machines or a TPU (--distribution_strategy); re-running the same command
+resumes from the last checkpoint in --output_dir.
 """
 
 import os

@@ -45,6 +45,9 @@ from data_prep import warm_up
 from data_prep.errors import UserError
 
 FLAGS = flags.FLAGS
+flags.DEFINE_integer("num_output_files", 0,
+                     "How many output files (0: the runner decides; a number makes "
+                     "the runner regroup every record, a shuffle of the data).")
 OUTPUT_PREFIX = "pretraining_data"
 OUTPUT_SUFFIX = ".tfrecord"
 _NAMESPACE = "pretraining_data"
@@ -218,9 +221,6 @@ def main(argv):
   for name, count in sorted(summary["records_per_file"].items()):
     logging.info("  %s: %d records", name, count)
 
-
-flags.DEFINE_integer("num_output_files", 0,
-                     "How many output files (0: the runner decides).")
 
 if __name__ == "__main__":
   flags.mark_flag_as_required("input_file")

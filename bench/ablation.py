@@ -33,9 +33,10 @@ import subprocess
 import sys
 import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO_ROOT not in sys.path:
-  sys.path.insert(0, REPO_ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+REPO_ROOT = common.REPO_ROOT
 
 from data_prep import classifier_data  # pylint: disable=g-import-not-at-top
 from data_prep import demo_corpus  # pylint: disable=g-import-not-at-top
@@ -259,12 +260,6 @@ def plot(curves, scores, tasks, steps, path):
   os.replace(path + ".tmp.png", path)
 
 
-def _write(path, text):
-  with open(path + ".tmp", "w", encoding="utf-8") as f:
-    f.write(text)
-  os.replace(path + ".tmp", path)
-
-
 def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--output_dir", default=os.path.join(REPO_ROOT, "bench", "output",
@@ -334,8 +329,9 @@ def main(argv=None):
   summary = dict(tasks=tasks, steps=steps, scores=scores, curves=curves,
                  pretraining=pretraining, settings=vars(args),
                  minutes=round((time.time() - start) / 60, 1))
-  _write(os.path.join(args.output_dir, "ablation.json"), json.dumps(summary, indent=2) + "\n")
-  _write(os.path.join(args.output_dir, "ablation.md"), report)
+  common.write_text(os.path.join(args.output_dir, "ablation.json"),
+                    json.dumps(summary, indent=2) + "\n")
+  common.write_text(os.path.join(args.output_dir, "ablation.md"), report)
   plot(curves, scores, tasks, steps, os.path.join(args.output_dir, "ablation.png"))
   _log("\n" + report)
   _log("Wrote ablation.json, ablation.md and ablation.png in %s (%.1f min)." % (

@@ -112,3 +112,10 @@ def run_worker(cmd, label, original_dir=None, timeout=None):
       return json.loads(line[len("RESULT "):])
   sys.stderr.write("%s failed:\n%s\n" % (label, result.stderr[-3000:]))
   return None
+
+
+def write_text(path, text):
+  """Writes `text` to `path` under a temporary name, then renames it."""
+  with open(path + ".tmp", "w", encoding="utf-8") as f:
+    f.write(text)
+  os.replace(path + ".tmp", path)

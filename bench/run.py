@@ -294,12 +294,6 @@ def chart(benchmarks, medians, peers, path, title):
   os.replace(path + ".tmp.png", path)
 
 
-def _write(path, text):
-  with open(path + ".tmp", "w", encoding="utf-8") as f:
-    f.write(text)
-  os.replace(path + ".tmp", path)
-
-
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"),
@@ -377,8 +371,8 @@ def main():
         for k, m in medians.items() if k.startswith("matmul_"))))
   report = "%s\n\n%s\n\n%s\n" % (title, markdown, "\n".join("- " + n for n in notes))
   print("\n" + report)
-  _write(os.path.join(args.output_dir, "results.md"), report)
-  _write(os.path.join(args.output_dir, "results.json"), json.dumps({
+  common.write_text(os.path.join(args.output_dir, "results.md"), report)
+  common.write_text(os.path.join(args.output_dir, "results.json"), json.dumps({
       "date": date, "machine": info, "quick": args.quick, "rounds": rounds,
       "sizes": sizes, "matmul_peak_gflops": peak, "notes": runner.notes,
       "benchmarks": [{"key": b.key, "title": b.title, "unit": b.unit,

@@ -1,6 +1,6 @@
 """The paper's pre-training ablations in small: Table 5 and Figure 5 on 2 CPU cores.
 
-  python bench/ablation.py                        # bundled corpus and pair task, ~25 min
+  python bench/ablation.py                        # bundled corpus and pair task, ~23 min
   python bench/ablation.py --glue_dir=../shared/data/glue --tasks=SST-2,MRPC,RTE
   make ablation [ABLATION_ARGS="--glue_dir=..."]
 

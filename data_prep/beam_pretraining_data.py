@@ -17,6 +17,7 @@ temporary files and renames them when the pipeline succeeds, so a failed run
 leaves no output files. DIR/summary.json gets the counts at the end.
 """
 
+import glob
 import json
 import logging as py_logging
 import os
@@ -147,10 +148,13 @@ def _counts(result):
 def _remove_temporary_files(output_dir):
   """The sink's beam-temp-* directory of a failed run (final names are only
   made by a successful one)."""
-  pattern = FileSystems.join(output_dir, "beam-temp-*")
-  paths = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
-  directories = {p[:p.index("beam-temp-")] + p[p.index("beam-temp-"):].split("/")[0]
-                 for p in paths}
+  if tfrecord_io.is_remote(output_dir):
+    # Object stores have no empty directories: find the files inside them.
+    pattern = FileSystems.join(output_dir, "beam-temp-*", "*")
+    directories = {FileSystems.split(m.path)[0]
+                   for m in FileSystems.match([pattern])[0].metadata_list}
+  else:  # Beam's local match lists files only; the sink's may be empty.
+    directories = glob.glob(os.path.join(output_dir, "beam-temp-*"))
   if directories:
     FileSystems.delete(sorted(directories))
 

@@ -304,6 +304,7 @@ def shard_names(input_files):
 
 
 def options_from_flags():
+  """The flags' generation settings, checked."""
   options = Options(
       max_seq_length=FLAGS.max_seq_length,
       max_predictions_per_seq=FLAGS.max_predictions_per_seq,

@@ -103,6 +103,7 @@ def test_failed_pipeline_leaves_no_output_files(tmp_path):
   assert len(errors) == 1 and "broken.txt:2: invalid UTF-8" in errors[0], result.stderr[-3000:]
   assert errors[0].endswith("drop undecodable bytes.") and "Traceback" not in result.stderr
   assert not glob.glob(str(out / "*.tfrecord*"))
+  assert not glob.glob(str(out / "beam-temp*"))
 
 
 @pytest.mark.parametrize("algorithm", ["wordpiece", "sentencepiece"])

@@ -22,6 +22,7 @@ the in-memory mode's.
 """
 
 import collections
+import functools
 import logging as py_logging
 import os
 import sys
@@ -64,42 +65,47 @@ def reserved_tokens(num_unused):
           list(SPECIAL_TOKENS))
 
 
-def count_words(input_files, do_lower_case, log_every_seconds=10.0):
-  """Counts the basic tokens of the corpus (what WordPiece will be applied to)."""
-  basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
-  raw_counts = collections.Counter()
-  start = last_log = time.time()
-  size = 0
-  for path in input_files:
-    for _, line in text_io.iter_text_lines(path, errors="ignore"):
-      size += len(line) + 1
-      raw_counts.update(basic._clean_and_split(line))
-      if time.time() - last_log > log_every_seconds:
-        logging.info("Counted %.1f MB (%.1f MB/s).", size / 1e6,
-                     size / 1e6 / (time.time() - start))
-        last_log = time.time()
-  counts = collections.Counter()
-  for word, count in raw_counts.items():
-    for token in basic._split_word(word):
-      counts[token] += count
-  logging.info("%d distinct words in %.1f MB.", len(counts), size / 1e6)
-  return counts
+@functools.lru_cache(maxsize=2)
+def _basic_tokenizer(do_lower_case):
+  """One BasicTokenizer per casing and process (Beam calls the passes below
+  once per file and once per distinct word)."""
+  return tokenization.BasicTokenizer(do_lower_case=do_lower_case)
 
 
 def _file_word_counts(path, do_lower_case):
-  """One file's (raw word, count) pairs: count_words' first pass."""
-  basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+  """One file's (raw word, count) pairs: the first counting pass."""
+  basic = _basic_tokenizer(do_lower_case)
   counts = collections.Counter()
+  start = last_log = time.time()
+  size = 0
   for _, line in text_io.iter_text_lines(path, errors="ignore"):
+    size += len(line) + 1
     counts.update(basic._clean_and_split(line))
+    if time.time() - last_log > 10.0:
+      logging.info("%s: counted %.1f MB (%.1f MB/s).", path, size / 1e6,
+                   size / 1e6 / (time.time() - start))
+      last_log = time.time()
   return counts.items()
 
 
 def _split_counts(word_count, do_lower_case):
-  """(raw word, count) -> (basic token, count) pairs: count_words' second pass."""
+  """(raw word, count) -> (basic token, count) pairs: the second pass."""
   word, count = word_count
-  basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
-  return [(token, count) for token in basic._split_word(word)]
+  return [(token, count) for token in _basic_tokenizer(do_lower_case)._split_word(word)]
+
+
+def count_words(input_files, do_lower_case):
+  """Counts the basic tokens of the corpus (what WordPiece will be applied to)."""
+  raw_counts = collections.Counter()
+  for path in input_files:
+    raw_counts.update(dict(_file_word_counts(path, do_lower_case)))
+  size = sum(text_io.file_size(p) for p in input_files)
+  counts = collections.Counter()
+  for word_count in raw_counts.items():
+    for token, count in _split_counts(word_count, do_lower_case):
+      counts[token] += count
+  logging.info("%d distinct words in %.1f MB.", len(counts), size / 1e6)
+  return counts
 
 
 def count_words_beam(input_files, do_lower_case, pipeline_args):

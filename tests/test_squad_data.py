@@ -365,16 +365,62 @@ def test_v2_evaluate_with_best_threshold():
   assert "best_f1" not in no_probs
 
 
-def test_evaluate_on_reference_predictions():
-  """Smoke test on real files: scores in percent, every question counted."""
+def _mixed_predictions(dataset, model_predictions):
+  """The original's predictions with some replaced by a gold answer, by "" and
+  by a gold answer inside extra words, so every kind of score occurs."""
+  preds = {}
+  questions = [qa for a in dataset["data"] for p in a["paragraphs"] for qa in p["qas"]]
+  for i, qa in enumerate(questions):
+    golds = [a["text"] for a in qa["answers"]]
+    if i % 3 == 0 and golds:
+      preds[qa["id"]] = golds[-1]
+    elif i % 5 == 1:
+      preds[qa["id"]] = ""
+    elif i % 7 == 2 and golds:
+      preds[qa["id"]] = "the " + golds[0] + " of it"
+    else:
+      preds[qa["id"]] = model_predictions[qa["id"]]
+  return preds
+
+
+# Printed by SQuAD's official evaluate-v2.0.py (with --na-prob-file and
+# --na-prob-thresh as given) and evaluate-v1.1.py, run outside this repository
+# on the same files and predictions.
+OFFICIAL_V2_THRESH_1 = dict(
+    exact=30.952380952380953, f1=36.967736369910284, total=42,
+    HasAns_exact=34.61538461538461, HasAns_f1=44.332497212932, HasAns_total=26,
+    NoAns_exact=25.0, NoAns_f1=25.0, NoAns_total=16,
+    best_exact=42.857142857142854, best_exact_thresh=-8.531167030334473,
+    best_f1=42.857142857142854, best_f1_thresh=-8.531167030334473)
+OFFICIAL_V2_THRESH_MINUS_5 = dict(
+    OFFICIAL_V2_THRESH_1, exact=28.571428571428573, f1=31.491545893719803,
+    HasAns_exact=30.76923076923077, HasAns_f1=35.48634336677815)
+OFFICIAL_V1 = dict(exact_match=34.61538461538461, f1=44.41939639308061)
+
+
+@pytest.mark.parametrize("threshold, expected", [
+    (1.0, OFFICIAL_V2_THRESH_1), (-5.0, OFFICIAL_V2_THRESH_MINUS_5)])
+def test_v2_scores_are_the_official_scripts(threshold, expected):
   with open(shared_path("checks/squad/v2.0/input_predict.json")) as f:
     dataset = json.load(f)
-  preds = _ref("v2.0/predictions.json")
+  preds = _mixed_predictions(dataset, _ref("v2.0/predictions.json"))
   odds = _ref("v2.0/null_odds.json")
-  result = squad_eval.evaluate(dataset, preds, na_probs=odds, na_prob_thresh=0.0)
-  assert result["total"] == 42
-  assert 0.0 <= result["exact"] <= result["f1"] <= 100.0
-  assert result["best_f1"] >= result["f1"] - 1e-9
+  result = squad_eval.evaluate(dataset, preds, na_probs=odds, na_prob_thresh=threshold)
+  assert dict(result) == pytest.approx(expected, rel=1e-12)
+  without_odds = squad_eval.evaluate(dataset, preds)
+  assert "best_f1" not in without_odds
+  assert without_odds["f1"] == pytest.approx(OFFICIAL_V2_THRESH_1["f1"], rel=1e-12)
+
+
+def test_v1_scores_are_the_official_script():
+  with open(shared_path("checks/squad/v1.1/input_predict.json")) as f:
+    dataset = json.load(f)
+  preds = _mixed_predictions(dataset, _ref("v1.1/predictions.json"))
+  result = squad_eval.evaluate(dataset, preds)
+  assert result["exact"] == result["exact_match"] == pytest.approx(
+      OFFICIAL_V1["exact_match"], rel=1e-12)
+  assert result["f1"] == pytest.approx(OFFICIAL_V1["f1"], rel=1e-12)
+  assert result["total"] == 26
 
 
 def test_has_answers_tells_scorable_files():

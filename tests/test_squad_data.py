@@ -250,6 +250,49 @@ def test_write_predictions_reproduces_the_original_files(
     assert got == want, name
 
 
+# Random SQuAD-format files (accents, CJK, combining marks, control and
+# zero-width characters, U+202F and other separators, answers starting or
+# ending inside a word, unrecoverable answers) with random lengths, strides
+# and n-best settings, and random logits with ties: the original's examples,
+# features and prediction files (see squad_reference/README.md).
+RANDOM_RUNS = ["184", "121", "10192", "404", "31"]
+
+
+@pytest.mark.parametrize("run", RANDOM_RUNS)
+def test_random_files_match_the_original(run, tmp_path):
+  ref = _ref("random/%s/reference.json" % run)
+  settings = ref["settings"]
+  v2 = settings["v2"]
+  tokenizer = tokenization.FullTokenizer(shared_path(VOCAB), settings["do_lower_case"])
+  lengths = (settings["max_seq_length"], settings["doc_stride"], settings["max_query_length"])
+  for name, is_training in (("train.json", True), ("predict.json", False)):
+    expected = ref[name]
+    examples = squad_data.read_squad_examples(
+        data_file(REF + "random/%s/%s" % (run, name)), is_training, v2)
+    assert len(examples) == expected["num_examples"]
+    rows = [[e.qas_id, e.question_text, e.doc_tokens, e.orig_answer_text,
+             e.start_position, e.end_position, e.is_impossible] for e in examples]
+    assert _sha(json.dumps(rows, sort_keys=True)) == expected["examples_sha256"]
+    features = _features(examples, tokenizer, lengths, is_training)
+    assert len(features) == expected["num_features"]
+    assert _sha(json.dumps([_row(f, is_training) for f in features], sort_keys=True)) == (
+        expected["features_sha256"])
+
+  raw = np.load(data_file(REF + "random/%s/raw_results.npz" % run))
+  results = [squad_data.RawResult(int(u), s, e) for u, s, e in
+             zip(raw["unique_ids"], raw["start_logits"], raw["end_logits"])]
+  names = ["predictions.json", "nbest_predictions.json", "null_odds.json"]
+  squad_data.write_predictions(
+      examples, features, results, settings["n_best_size"], settings["max_answer_length"],
+      settings["do_lower_case"], *[str(tmp_path / n) for n in names],
+      version_2_with_negative=v2,
+      null_score_diff_threshold=settings["null_score_diff_threshold"])
+  for name in names[:3 if v2 else 2]:
+    with open(str(tmp_path / name), "rb") as f, open(
+        data_file(REF + "random/%s/%s" % (run, name)), "rb") as g:
+      assert f.read() == g.read(), name
+
+
 def test_get_final_text_projects_back_or_gives_up():
   assert squad_data.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
   assert squad_data.get_final_text("1895", "(1895-1943).", True) == "1895"

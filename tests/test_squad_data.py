@@ -426,9 +426,9 @@ def _mixed_predictions(dataset, model_predictions):
   return preds
 
 
-# Printed by SQuAD's official evaluate-v2.0.py (with --na-prob-file and
-# --na-prob-thresh as given) and evaluate-v1.1.py, run outside this repository
-# on the same files and predictions.
+# Computed outside this repository by the scoring functions of SQuAD's
+# official evaluate-v2.0.py (null odds as --na-prob-file, --na-prob-thresh as
+# given) and evaluate-v1.1.py, on the same files and predictions.
 OFFICIAL_V2_THRESH_1 = dict(
     exact=30.952380952380953, f1=36.967736369910284, total=42,
     HasAns_exact=34.61538461538461, HasAns_f1=44.332497212932, HasAns_total=26,

@@ -99,6 +99,11 @@ def _check_records(path, features, expected, is_training):
 
 # --- Examples -----------------------------------------------------------------
 
+def _example_row(e):
+  return [e.qas_id, e.question_text, e.doc_tokens, e.orig_answer_text,
+          e.start_position, e.end_position, e.is_impossible]
+
+
 @pytest.mark.parametrize("index", range(7))
 def test_examples_match_the_original(index):
   ref = _ref("examples.json")["sets"][index]
@@ -117,9 +122,7 @@ def test_examples_match_the_original(index):
       assert e.is_impossible is False
     rows.append(row)
   assert rows == ref["examples"]
-  full = [[e.qas_id, e.question_text, e.doc_tokens, e.orig_answer_text,
-           e.start_position, e.end_position, e.is_impossible] for e in examples]
-  assert _sha(json.dumps(full)) == ref["sha256_all"]
+  assert _sha(json.dumps([_example_row(e) for e in examples])) == ref["sha256_all"]
 
 
 # --- Features -----------------------------------------------------------------
@@ -270,13 +273,11 @@ def test_random_files_match_the_original(run, tmp_path):
     examples = squad_data.read_squad_examples(
         data_file(REF + "random/%s/%s" % (run, name)), is_training, v2)
     assert len(examples) == expected["num_examples"]
-    rows = [[e.qas_id, e.question_text, e.doc_tokens, e.orig_answer_text,
-             e.start_position, e.end_position, e.is_impossible] for e in examples]
+    rows = [_example_row(e) for e in examples]
     assert _sha(json.dumps(rows, sort_keys=True)) == expected["examples_sha256"]
     features = _features(examples, tokenizer, lengths, is_training)
-    assert len(features) == expected["num_features"]
-    assert _sha(json.dumps([_row(f, is_training) for f in features], sort_keys=True)) == (
-        expected["features_sha256"])
+    _check_features(features, dict(num_features=expected["num_features"],
+                                   sha256=expected["features_sha256"]), is_training)
 
   raw = np.load(data_file(REF + "random/%s/raw_results.npz" % run))
   results = [squad_data.RawResult(int(u), s, e) for u, s, e in

@@ -76,7 +76,7 @@ def test_eval_alone_reproduces_original_eval_results(tmp_path):
     assert abs(float(ours[key]) - float(theirs[key])) <= 1e-4, key
 
 
-def test_training_loop_steps_match_original():
+def test_training_loop_steps_match_original(tmp_path):
   """Losses and weights after 6 steps, vs the original model_fn pieces + optimizer."""
   ref = dict(np.load(data_file("modeling_reference/optimizer_steps.npz")))
   inputs = dict(np.load(data_file("modeling_reference/inputs.npz")))
@@ -91,7 +91,7 @@ def test_training_loop_steps_match_original():
     model = modeling.BertPretrainer(modeling.BertConfig.from_dict(values))
     optimizer = optimization.create_optimizer(2e-3, 8, 3)
   dataset_fn = lambda batch, ctx: tf.data.Dataset.from_tensors(features).repeat()
-  out_dir = os.path.join(os.environ.get("PYTEST_TMPDIR", "/tmp"), "loop_ref_%d" % os.getpid())
+  out_dir = str(tmp_path / "loop")  # Fresh: a left-over checkpoint would be resumed.
   result = train_loop.train(
       strategy, model, optimizer, dataset_fn, pretraining.PretrainingLoss(), out_dir,
       num_train_steps=6, global_batch_size=3, save_checkpoints_steps=6,

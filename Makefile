@@ -24,12 +24,12 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 .PHONY: install test demo bench ablation clean
 
 # Installing also compiles the data generator's numba code (cached in
-# data_prep/__pycache__), so the first run is as fast as later ones.
+# __pycache__), so the first run is as fast as later ones.
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m data_prep.warm_up
+	$(PY) -m data_prep.pretraining.warm_up
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -40,7 +40,7 @@ test: $(STAMP)
 
 $(DEMO_DIR)/corpus.txt: | $(STAMP)
 	mkdir -p $(DEMO_DIR)
-	$(PY) -m data_prep.demo_corpus --output_file=$@
+	$(PY) -m demo.corpus --output_file=$@
 
 # The tiny model trains without dropout: in a few minutes of training it
 # only slows learning down.
@@ -71,7 +71,7 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	@echo "Eval results ($(DEMO_DIR)/pretraining_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/pretraining_output/eval_results.txt
 	@echo "==> [4/9] Making the bundled sentence-pair task (is B a shortened copy of A?)"
-	$(PY) -m data_prep.demo_pairs --output_dir=$(DEMO_DIR)/pairs --num_train=$(DEMO_PAIRS)
+	$(PY) -m demo.pairs --output_dir=$(DEMO_DIR)/pairs --num_train=$(DEMO_PAIRS)
 	@echo "==> [5/9] Fine-tuning the pre-trained model on it (run_classifier.py), exporting a SavedModel"
 	rm -rf $(DEMO_DIR)/classifier_output $(DEMO_DIR)/export
 	$(PY) run_classifier.py --task_name=MRPC --do_train --do_eval --do_predict \
@@ -85,7 +85,7 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	@echo "Fine-tuning eval results ($(DEMO_DIR)/classifier_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/classifier_output/eval_results.txt
 	@echo "==> [6/9] Asking the exported SavedModel about two raw sentence pairs, from a fresh process"
-	$(PY) modeling/query_export.py --export_dir=$(DEMO_DIR)/export/1 \
+	$(PY) serving/query.py --export_dir=$(DEMO_DIR)/export/1 \
 	  --text_a="In the beginning God created the heaven and the earth." \
 	  --text_b="In the beginning God created the earth." \
 	  --text_a="In the beginning God created the heaven and the earth." \
@@ -102,7 +102,7 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	  print('layer -1 of [CLS]: %d values, first three %s' % (len(line['features'][0]['layers'][0]['values']), \
 	  line['features'][0]['layers'][0]['values'][:3]))"
 	@echo "==> [8/9] What the demo learned, next to what guessing scores"
-	$(PY) -m data_prep.demo_report --demo_dir=$(DEMO_DIR) \
+	$(PY) -m demo.report --demo_dir=$(DEMO_DIR) \
 	  --eval_examples=$$(( $(DEMO_EVAL_STEPS) * $(DEMO_EVAL_BATCH) ))
 	@echo "==> [9/9] Done. Artefacts in $(DEMO_DIR)/:"
 	@echo "  vocab.txt, bert_config.json        the vocabulary and the model's config"

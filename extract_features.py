@@ -7,36 +7,31 @@
     --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
 
 One text per input line, or a pair as `A ||| B`. The output is the
-original's JSON lines (see data_prep/feature_extraction.py); additions:
+original's JSON lines (see tasks/feature_extraction.py); additions:
 --output_format=npz|tfrecord for the float32 numbers, and --pooling=cls|mean
 for one vector per line. The input is read twice (first to check every
 line), streamed through the model, and written under a temporary name.
 """
 
 import collections
-import os
-import sys
 import time
-
-if __package__ in (None, ""):  # Run as a file path: make the repo importable.
-  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from data_prep import cli
-from data_prep import feature_extraction
 from data_prep import tokenization
-from data_prep.errors import UserError
 import modeling
 from modeling import inference
-from modeling import run_flags
+from plumbing import cli
+from plumbing.errors import UserError
+import run_flags
+from tasks import feature_extraction
 
 FLAGS = flags.FLAGS
 
 # The original's flags, names and defaults unchanged (the TPU ones and the
-# tokenizer's come from modeling/run_flags.py).
+# tokenizer's come from run_flags.py).
 run_flags.define_tokenizer_flags()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None, "One text, or a pair `A ||| B`, per line.")
@@ -98,10 +93,10 @@ def _feature_stream(tokenizer, pending, num_lines, global_batch):
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
-  config = run_flags.load_config()
+  strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
+  config = run_flags.load_config(FLAGS)
   indexes = layer_indexes(config)
-  run_flags.check_batch_size("batch_size", strategy)
+  run_flags.check_batch_size(FLAGS, "batch_size", strategy)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
   num_lines = feature_extraction.check_input(FLAGS.input_file)

@@ -15,26 +15,36 @@ checkpoint in --output_dir.
 """
 
 import os
-import sys
-
-if __package__ in (None, ""):  # Run as a file path: make the repo importable.
-  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from absl import flags
 from absl import logging
 
-from data_prep import classifier_data
-from data_prep import cli
 import modeling
-from modeling import classification
-from modeling import fine_tuning
-from modeling import run_flags
-from modeling import train_loop
+from modeling import inference
+from modeling import losses
+from modeling import training
+from plumbing import cli
+from plumbing.errors import UserError
+import run_flags
+from tasks.classification import features
+from tasks.classification import glue
+from tasks.classification import outputs
+# The original's public names, where its users look for them.
+from tasks.classification.features import convert_single_example  # noqa: F401
+from tasks.classification.features import file_based_convert_examples_to_features  # noqa: F401
+from tasks.classification.features import InputExample  # noqa: F401
+from tasks.classification.features import InputFeatures  # noqa: F401
+from tasks.classification.features import PaddingInputExample  # noqa: F401
+from tasks.classification.glue import ColaProcessor  # noqa: F401
+from tasks.classification.glue import DataProcessor  # noqa: F401
+from tasks.classification.glue import MnliProcessor  # noqa: F401
+from tasks.classification.glue import MrpcProcessor  # noqa: F401
+from tasks.classification.glue import XnliProcessor  # noqa: F401
 
 FLAGS = flags.FLAGS
 
 # The original's flags, names and defaults unchanged: those shared with the
-# other scripts (and the TPU flags) are defined in modeling/run_flags.py.
+# other scripts (and the TPU flags) are defined in run_flags.py.
 run_flags.define_fine_tuning_flags()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("data_dir", None,
@@ -52,87 +62,78 @@ run_flags.define_eval_and_predict_flags()
 flags.DEFINE_string("xnli_language", "zh", "The XNLI language to train and evaluate on.")
 
 
-def _write_records(examples, label_list, tokenizer, name):
+def _records(examples, task, tokenizer, name):
+  """Writes the examples' records to --output_dir/name; returns the path."""
   path = os.path.join(FLAGS.output_dir, name)
-  classifier_data.file_based_convert_examples_to_features(
-      examples, label_list, FLAGS.max_seq_length, tokenizer, path)
+  features.file_based_convert_examples_to_features(
+      examples, task.get_labels(), FLAGS.max_seq_length, tokenizer, path)
   return path
 
 
-def _label_ids(examples, label_list, is_regression):
-  if is_regression:
-    return [float(e.label) for e in examples]
-  label_map = classifier_data.label_map_of(label_list)
-  return [label_map[e.label] for e in examples]
-
-
-def _run_inference(strategy, model, examples, label_list, tokenizer, is_regression,
-                   record_name, batch_flag):
-  """Writes the records, runs the model over them; returns its outputs."""
-  path = _write_records(examples, label_list, tokenizer, record_name)
-  records = classifier_data.read_records(path, FLAGS.max_seq_length, is_regression)
-  return fine_tuning.run_inference(strategy, model, records, len(examples), batch_flag,
-                                   is_regression)
+def _run_model(strategy, model, examples, task, tokenizer, name, batch_flag):
+  """The model's logits, per-example losses and is_real over the examples."""
+  records = features.read_records(_records(examples, task, tokenizer, name),
+                                  FLAGS.max_seq_length, task.is_regression)
+  return inference.classifier_outputs(
+      strategy, model, records, len(examples),
+      run_flags.check_batch_size(FLAGS, batch_flag, strategy), task.is_regression)
 
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  strategy, config, tokenizer = fine_tuning.set_up()
-  processor = classifier_data.processor_for(FLAGS.task_name, FLAGS.data_dir,
-                                            FLAGS.xnli_language)
-  label_list = processor.get_labels()
-  is_regression = processor.is_regression
+  if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
+    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
+  task = glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language)
   with strategy.scope():
-    model = modeling.BertClassifier(config, num_labels=1 if is_regression else len(label_list))
+    model = modeling.BertClassifier(config, num_labels=task.num_labels)
 
   if FLAGS.do_train:
-    train_examples = classifier_data.check_examples(
-        processor.get_train_examples(FLAGS.data_dir), "The training data")
-    train_file = _write_records(train_examples, label_list, tokenizer, "train.tf_record")
+    examples = glue.check_examples(task.get_train_examples(FLAGS.data_dir),
+                                   "The training data")
+    path = _records(examples, task, tokenizer, "train.tf_record")
 
-    def train_dataset(per_replica_batch, input_context):
-      return classifier_data.file_based_dataset(
-          train_file, FLAGS.max_seq_length, per_replica_batch, is_training=True,
-          drop_remainder=True, is_regression=is_regression, seed=FLAGS.seed,
+    def dataset_fn(per_replica_batch, input_context):
+      return features.file_based_dataset(
+          path, FLAGS.max_seq_length, per_replica_batch, is_training=True,
+          drop_remainder=True, is_regression=task.is_regression, seed=FLAGS.seed,
           input_context=input_context)
-    step = fine_tuning.train(strategy, model, classification.ClassifierLoss(is_regression),
-                             len(train_examples), train_dataset)
+    settings = run_flags.training_settings(FLAGS, num_examples=len(examples))
+    step = training.train(strategy, model, losses.ClassifierLoss(task.is_regression),
+                          dataset_fn, settings).step
   else:
-    step = train_loop.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
 
   if FLAGS.do_eval:
-    eval_examples = classifier_data.check_examples(
-        processor.get_dev_examples(FLAGS.data_dir), "The dev data")
+    examples = glue.check_examples(task.get_dev_examples(FLAGS.data_dir), "The dev data")
     logging.info("***** Running evaluation *****")
-    outputs = _run_inference(strategy, model, eval_examples, label_list, tokenizer,
-                             is_regression, "eval.tf_record", "eval_batch_size")
-    results = classification.eval_metrics(
-        outputs, _label_ids(eval_examples, label_list, is_regression),
-        FLAGS.eval_batch_size, FLAGS.task_name, is_regression)
-    fine_tuning.report_eval_results(results, step)
+    results = outputs.eval_metrics(
+        _run_model(strategy, model, examples, task, tokenizer, "eval.tf_record",
+                   "eval_batch_size"),
+        features.label_ids_of(examples, task.get_labels(), task.is_regression),
+        FLAGS.eval_batch_size, task.metrics, task.is_regression)
+    training.report_eval_results(FLAGS.output_dir, results, step)
 
   if FLAGS.do_predict:
-    predict_examples = classifier_data.check_examples(
-        processor.get_test_examples(FLAGS.data_dir), "The test data")
+    examples = glue.check_examples(task.get_test_examples(FLAGS.data_dir), "The test data")
     logging.info("***** Running prediction *****")
-    logits, _, is_real = _run_inference(
-        strategy, model, predict_examples, label_list, tokenizer, is_regression,
-        "predict.tf_record", "predict_batch_size")
+    logits, _, is_real = _run_model(strategy, model, examples, task, tokenizer,
+                                    "predict.tf_record", "predict_batch_size")
     logits = logits[is_real > 0]
-    values = logits if is_regression else classification.softmax(logits)
-    classification.write_test_results(
-        os.path.join(FLAGS.output_dir, "test_results.tsv"), values)
-    if processor.submission_name:
-      path = os.path.join(FLAGS.output_dir, processor.submission_name + ".tsv")
-      classification.write_glue_submission(path, predict_examples, values, label_list,
-                                           is_regression)
+    values = logits if task.is_regression else outputs.softmax(logits)
+    outputs.write_test_results(os.path.join(FLAGS.output_dir, "test_results.tsv"), values)
+    if task.submission_name:
+      path = os.path.join(FLAGS.output_dir, task.submission_name + ".tsv")
+      outputs.write_glue_submission(path, examples, values, task.get_labels(),
+                                    task.is_regression)
       logging.info("GLUE submission file: %s", path)
 
   if FLAGS.export_dir:
-    from modeling import export  # Imports tensorflow-text, needed only here.
-    export.export_classifier(model, FLAGS.export_dir, FLAGS.vocab_file,
-                             FLAGS.do_lower_case, FLAGS.max_seq_length, label_list,
-                             is_regression, sentence_pair=not processor.single_sentence)
+    from serving import classifier  # pylint: disable=g-import-not-at-top  (tensorflow-text)
+    classifier.export_classifier(
+        model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+        FLAGS.max_seq_length, task.get_labels(), task.is_regression,
+        sentence_pair=not task.single_sentence)
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

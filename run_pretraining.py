@@ -12,26 +12,24 @@ machines or a TPU (--distribution_strategy); re-running the same command
 resumes from the last checkpoint in --output_dir.
 """
 
-import os
-
-from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from data_prep import cli
-from data_prep import pretraining_dataset
-from data_prep import text_io
-from data_prep.errors import UserError
+from data_prep.pretraining import dataset as pretraining_dataset
 import modeling
+from modeling import losses
 from modeling import pretraining
-from modeling import run_flags
-from modeling import train_loop
+from modeling import training
+from plumbing import cli
+from plumbing import text_io
+from plumbing.errors import UserError
+import run_flags
 
 FLAGS = flags.FLAGS
 
 # The original's flags, names and defaults unchanged: those shared with the
-# other scripts (and the TPU flags) are defined in modeling/run_flags.py.
+# other scripts (and the TPU flags) are defined in run_flags.py.
 run_flags.define_training_flags()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None,
@@ -62,7 +60,7 @@ def main(_):
   logging.set_verbosity(logging.INFO)
   if not FLAGS.do_train and not FLAGS.do_eval:
     raise UserError("At least one of `do_train` or `do_eval` must be True.")
-  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
+  strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
   config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
   if FLAGS.max_seq_length > config.max_position_embeddings:
     raise UserError("--max_seq_length=%d exceeds max_position_embeddings=%d of %s." % (
@@ -71,31 +69,25 @@ def main(_):
   pretraining_dataset.check_record_shapes(input_files, FLAGS.max_seq_length,
                                           FLAGS.max_predictions_per_seq)
   tf.io.gfile.makedirs(FLAGS.output_dir)
-
   with strategy.scope():
     model = pretraining.create_pretrainer(config, FLAGS.pretraining_objective)
-    optimizer = run_flags.create_optimizer(
-        FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps)
 
   step = 0
   if FLAGS.do_train:
-    def train_dataset(per_replica_batch, input_context):
+    def dataset_fn(per_replica_batch, input_context):
       return pretraining_dataset.pretraining_dataset(
           input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
           per_replica_batch, is_training=True, seed=FLAGS.seed,
           input_context=input_context, objective=FLAGS.pretraining_objective)
-    result = run_flags.train(
-        strategy, model, optimizer, train_dataset, pretraining.PretrainingLoss(),
-        FLAGS.output_dir, FLAGS.num_train_steps, FLAGS.train_batch_size,
-        init_checkpoint=FLAGS.init_checkpoint)
-    step = result.step
+    settings = run_flags.training_settings(FLAGS, FLAGS.num_train_steps,
+                                           FLAGS.num_warmup_steps)
+    step = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn,
+                          settings).step
   elif FLAGS.do_eval:
     latest = tf.train.latest_checkpoint(FLAGS.output_dir)
-    source = latest or FLAGS.init_checkpoint
-    if not source:
+    if not latest and not FLAGS.init_checkpoint:
       raise UserError("--do_eval needs a checkpoint in --output_dir or --init_checkpoint.")
-    modeling.load_checkpoint(model, source)
-    step = train_loop.latest_checkpoint_step(FLAGS.output_dir) if latest else 0
+    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
 
   if FLAGS.do_eval:
     dataset = pretraining_dataset.pretraining_dataset(
@@ -105,12 +97,7 @@ def main(_):
     results = pretraining.evaluate(
         strategy, model, dataset,
         max_steps=None if FLAGS.eval_one_pass else FLAGS.max_eval_steps)
-    results["global_step"] = step
-    path = os.path.join(FLAGS.output_dir, "eval_results.txt")
-    pretraining.write_eval_results(path, results)
-    logging.info("***** Eval results *****")
-    for key in sorted(results):
-      logging.info("  %s = %s", key, str(results[key]))
+    training.report_eval_results(FLAGS.output_dir, results, step)
 
 
 if __name__ == "__main__":

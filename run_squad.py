@@ -18,30 +18,37 @@ resumes training from the last checkpoint in --output_dir.
 import json
 import os
 import random
-import sys
-
-if __package__ in (None, ""):  # Run as a file path: make the repo importable.
-  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from data_prep import cli
-from data_prep import squad_data
-from data_prep import squad_eval
-from data_prep import tokenization
-from data_prep.errors import UserError
 import modeling
 from modeling import inference
-from modeling import question_answering
-from modeling import run_flags
-from modeling import train_loop
+from modeling import losses
+from modeling import training
+from plumbing import cli
+from plumbing import files
+from plumbing.errors import UserError
+import run_flags
+from tasks.squad import evaluate
+from tasks.squad import examples as squad_examples
+from tasks.squad import features as squad_features
+from tasks.squad import predictions
+# The original's public names, where its users look for them.
+from tasks.squad.examples import read_squad_examples  # noqa: F401
+from tasks.squad.examples import SquadExample  # noqa: F401
+from tasks.squad.features import convert_examples_to_features  # noqa: F401
+from tasks.squad.features import FeatureWriter  # noqa: F401
+from tasks.squad.features import InputFeatures  # noqa: F401
+from tasks.squad.predictions import get_final_text  # noqa: F401
+from tasks.squad.predictions import RawResult  # noqa: F401
+from tasks.squad.predictions import write_predictions  # noqa: F401
 
 FLAGS = flags.FLAGS
 
 # The original's flags, names and defaults unchanged: those shared with the
-# other scripts (and the TPU flags) are defined in modeling/run_flags.py.
+# other scripts (and the TPU flags) are defined in run_flags.py.
 run_flags.define_fine_tuning_flags()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("train_file", None,
@@ -79,7 +86,6 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
 
 
 def validate_flags():
-  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   if not FLAGS.do_train and not FLAGS.do_predict and not FLAGS.export_dir:
     raise UserError("At least one of `do_train` or `do_predict` must be True "
                     "(or --export_dir given).")
@@ -93,50 +99,40 @@ def validate_flags():
 
 
 def _convert(examples, tokenizer, is_training, output_fn):
-  squad_data.convert_examples_to_features(
+  squad_features.convert_examples_to_features(
       examples=examples, tokenizer=tokenizer, max_seq_length=FLAGS.max_seq_length,
       doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
       is_training=is_training, output_fn=output_fn)
 
 
 def train(strategy, model, tokenizer):
-  examples = squad_data.read_squad_examples(
+  examples = squad_examples.read_squad_examples(
       FLAGS.train_file, is_training=True,
       version_2_with_negative=FLAGS.version_2_with_negative)
   if not examples:
     raise UserError("%s has no usable training examples." % FLAGS.train_file)
-  num_train_steps = int(len(examples) / FLAGS.train_batch_size * FLAGS.num_train_epochs)
-  num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
   random.Random(12345).shuffle(examples)  # The original's pre-shuffle.
   path = os.path.join(FLAGS.output_dir, "train.tf_record")
-  with squad_data.FeatureWriter(path, is_training=True) as writer:
+  with squad_features.FeatureWriter(path, is_training=True) as writer:
     _convert(examples, tokenizer, True, writer.process_feature)
-  logging.info("***** Running training *****")
-  logging.info("  Num orig examples = %d", len(examples))
   logging.info("  Num split examples = %d", writer.num_features)
-  logging.info("  Batch size = %d", FLAGS.train_batch_size)
-  logging.info("  Num steps = %d", num_train_steps)
+  settings = run_flags.training_settings(FLAGS, num_examples=len(examples))
   del examples
-  with strategy.scope():
-    optimizer = run_flags.create_optimizer(FLAGS.learning_rate, num_train_steps,
-                                           num_warmup_steps)
 
   def dataset_fn(per_replica_batch, input_context):
-    return squad_data.read_features(
+    return squad_features.read_features(
         path, FLAGS.max_seq_length, is_training=True, seed=FLAGS.seed,
         input_context=input_context).batch(per_replica_batch, drop_remainder=True)
-  return run_flags.train(strategy, model, optimizer, dataset_fn,
-                         question_answering.SpanLoss(), FLAGS.output_dir, num_train_steps,
-                         FLAGS.train_batch_size, init_checkpoint=FLAGS.init_checkpoint)
+  return training.train(strategy, model, losses.SpanLoss(), dataset_fn, settings)
 
 
 def predict(strategy, model, tokenizer):
-  examples = squad_data.read_squad_examples(
+  examples = squad_examples.read_squad_examples(
       FLAGS.predict_file, is_training=False,
       version_2_with_negative=FLAGS.version_2_with_negative)
   path = os.path.join(FLAGS.output_dir, "eval.tf_record")
   features = []
-  with squad_data.FeatureWriter(path, is_training=False) as writer:
+  with squad_features.FeatureWriter(path, is_training=False) as writer:
     def keep(feature):
       features.append(feature)
       writer.process_feature(feature)
@@ -145,17 +141,17 @@ def predict(strategy, model, tokenizer):
   logging.info("  Num orig examples = %d", len(examples))
   logging.info("  Num split examples = %d", len(features))
   logging.info("  Batch size = %d", FLAGS.predict_batch_size)
-  run_flags.check_batch_size("predict_batch_size", strategy)
+  batch_size = run_flags.check_batch_size(FLAGS, "predict_batch_size", strategy)
   dataset = inference.padded_batches(
-      squad_data.read_features(path, FLAGS.max_seq_length, is_training=False),
-      len(features), FLAGS.predict_batch_size)
-  unique_ids, starts, ends = question_answering.predict_logits(strategy, model, dataset)
-  results = [squad_data.RawResult(unique_id=int(u), start_logits=[float(x) for x in s],
-                                  end_logits=[float(x) for x in e])
+      squad_features.read_features(path, FLAGS.max_seq_length, is_training=False),
+      len(features), batch_size)
+  unique_ids, starts, ends = inference.span_logits(strategy, model, dataset)
+  results = [predictions.RawResult(unique_id=int(u), start_logits=[float(x) for x in s],
+                                   end_logits=[float(x) for x in e])
              for u, s, e in zip(unique_ids[:len(features)], starts, ends)]
   outputs = {name: os.path.join(FLAGS.output_dir, name) for name in (
       "predictions.json", "nbest_predictions.json", "null_odds.json")}
-  squad_data.write_predictions(
+  predictions.write_predictions(
       examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length,
       FLAGS.do_lower_case, outputs["predictions.json"], outputs["nbest_predictions.json"],
       outputs["null_odds.json"], version_2_with_negative=FLAGS.version_2_with_negative,
@@ -168,20 +164,18 @@ def score(outputs):
   """squad_eval.json with the official metric, if the predict file has answers."""
   with tf.io.gfile.GFile(FLAGS.predict_file, "r") as f:
     dataset = json.load(f)
-  if not squad_eval.has_answers(dataset, FLAGS.version_2_with_negative):
+  if not evaluate.has_answers(dataset, FLAGS.version_2_with_negative):
     logging.info("%s has no answers: no score.", FLAGS.predict_file)
     return
   with tf.io.gfile.GFile(outputs["predictions.json"], "r") as f:
-    predictions = json.load(f)
+    answers = json.load(f)
   na_probs = None
   if FLAGS.version_2_with_negative:
     with tf.io.gfile.GFile(outputs["null_odds.json"], "r") as f:
       na_probs = json.load(f)
-  results = squad_eval.evaluate(dataset, predictions, na_probs=na_probs)
+  results = evaluate.evaluate(dataset, answers, na_probs=na_probs)
   path = os.path.join(FLAGS.output_dir, "squad_eval.json")
-  with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-    f.write(json.dumps(results, indent=2) + "\n")
-  tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+  files.write_json(path, results)
   logging.info("***** SQuAD evaluation (%s) *****", path)
   for key, value in results.items():
     logging.info("  %s = %s", key, value)
@@ -189,22 +183,19 @@ def score(outputs):
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  strategy = run_flags.create_strategy()  # First: before TensorFlow runs anything.
   validate_flags()
-  config = run_flags.load_config()
-  tf.io.gfile.makedirs(FLAGS.output_dir)
-  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   with strategy.scope():
     model = modeling.BertSpanPredictor(config)
   if FLAGS.do_train:
     train(strategy, model, tokenizer)
   else:
-    train_loop.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+    training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
   if FLAGS.do_predict:
     predict(strategy, model, tokenizer)
   if FLAGS.export_dir:
-    from modeling import export  # Imports tensorflow-text, needed only here.
-    export.export_span_predictor(
+    from serving import squad  # pylint: disable=g-import-not-at-top  (tensorflow-text)
+    squad.export_span_predictor(
         model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
         max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,

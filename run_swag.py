@@ -14,26 +14,23 @@ train/eval/predict.tf_record, eval_results.txt (eval_accuracy, eval_loss,
 loss, global_step) and predictions.tsv (id, predicted ending, the four
 probabilities) for test.csv. `--export_dir` writes a SavedModel for TF
 Serving that takes the raw context, start and four endings
-(modeling/export.py).
+(serving/multiple_choice.py).
 """
 
 import os
-import sys
-
-if __package__ in (None, ""):  # Run as a file path: make the repo importable.
-  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from absl import flags
 from absl import logging
 
-from data_prep import cli
-from data_prep import swag_data
-from data_prep.errors import UserError
 import modeling
-from modeling import classification
-from modeling import fine_tuning
-from modeling import run_flags
-from modeling import train_loop
+from modeling import inference
+from modeling import losses
+from modeling import training
+from plumbing import cli
+from plumbing.errors import UserError
+import run_flags
+from tasks import swag
+from tasks.classification import outputs
 
 FLAGS = flags.FLAGS
 
@@ -49,67 +46,70 @@ run_flags.define_eval_and_predict_flags()  # Dev: val.csv; test: test.csv.
 
 
 def _examples(split):
-  examples = swag_data.examples_of(FLAGS.data_dir, split)
+  examples = swag.examples_of(FLAGS.data_dir, split)
   if not examples:
-    raise UserError("%s has no examples." % os.path.join(FLAGS.data_dir,
-                                                         swag_data.FILES[split]))
+    raise UserError("%s has no examples." % os.path.join(FLAGS.data_dir, swag.FILES[split]))
   return examples
 
 
-def _write_records(examples, tokenizer, name):
+def _records(examples, tokenizer, name):
+  """Writes the examples' records to --output_dir/name; returns the path."""
   path = os.path.join(FLAGS.output_dir, name)
-  swag_data.write_records(examples, tokenizer, FLAGS.max_seq_length, path)
+  swag.write_records(examples, tokenizer, FLAGS.max_seq_length, path)
   return path
 
 
-def _run_inference(strategy, model, examples, tokenizer, record_name, batch_flag):
-  path = _write_records(examples, tokenizer, record_name)
-  records = swag_data.read_records(path, FLAGS.max_seq_length)
-  return fine_tuning.run_inference(strategy, model, records, len(examples), batch_flag)
+def _run_model(strategy, model, examples, tokenizer, name, batch_flag):
+  """The model's logits, per-example losses and is_real over the examples."""
+  records = swag.read_records(_records(examples, tokenizer, name), FLAGS.max_seq_length)
+  return inference.classifier_outputs(
+      strategy, model, records, len(examples),
+      run_flags.check_batch_size(FLAGS, batch_flag, strategy))
 
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  strategy, config, tokenizer = fine_tuning.set_up()
+  if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
+    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   with strategy.scope():
-    model = modeling.BertMultipleChoice(config, num_choices=swag_data.NUM_CHOICES)
+    model = modeling.BertMultipleChoice(config, num_choices=swag.NUM_CHOICES)
 
   if FLAGS.do_train:
-    train_examples = _examples("train")
-    train_file = _write_records(train_examples, tokenizer, "train.tf_record")
+    examples = _examples("train")
+    path = _records(examples, tokenizer, "train.tf_record")
 
-    def train_dataset(per_replica_batch, input_context):
-      return swag_data.dataset(train_file, FLAGS.max_seq_length, per_replica_batch,
-                               is_training=True, seed=FLAGS.seed,
-                               input_context=input_context)
-    step = fine_tuning.train(strategy, model, classification.ClassifierLoss(),
-                             len(train_examples), train_dataset)
+    def dataset_fn(per_replica_batch, input_context):
+      return swag.dataset(path, FLAGS.max_seq_length, per_replica_batch, is_training=True,
+                          seed=FLAGS.seed, input_context=input_context)
+    settings = run_flags.training_settings(FLAGS, num_examples=len(examples))
+    step = training.train(strategy, model, losses.ClassifierLoss(), dataset_fn,
+                          settings).step
   else:
-    step = train_loop.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
 
   if FLAGS.do_eval:
-    eval_examples = _examples("dev")
+    examples = _examples("dev")
     logging.info("***** Running evaluation *****")
-    outputs = _run_inference(strategy, model, eval_examples, tokenizer, "eval.tf_record",
-                             "eval_batch_size")
-    results = classification.eval_metrics(outputs, [e.label for e in eval_examples],
-                                          FLAGS.eval_batch_size)
-    fine_tuning.report_eval_results(results, step)
+    results = outputs.eval_metrics(
+        _run_model(strategy, model, examples, tokenizer, "eval.tf_record",
+                   "eval_batch_size"),
+        [e.label for e in examples], FLAGS.eval_batch_size)
+    training.report_eval_results(FLAGS.output_dir, results, step)
 
   if FLAGS.do_predict:
-    predict_examples = _examples("test")
+    examples = _examples("test")
     logging.info("***** Running prediction *****")
-    logits, _, is_real = _run_inference(strategy, model, predict_examples, tokenizer,
-                                        "predict.tf_record", "predict_batch_size")
+    logits, _, is_real = _run_model(strategy, model, examples, tokenizer,
+                                    "predict.tf_record", "predict_batch_size")
     path = os.path.join(FLAGS.output_dir, "predictions.tsv")
-    swag_data.write_predictions(path, predict_examples,
-                                classification.softmax(logits[is_real > 0]))
+    swag.write_predictions(path, examples, outputs.softmax(logits[is_real > 0]))
     logging.info("Predictions: %s", path)
 
   if FLAGS.export_dir:
-    from modeling import export  # Imports tensorflow-text, needed only here.
-    export.export_multiple_choice(model, FLAGS.export_dir, FLAGS.vocab_file,
-                                  FLAGS.do_lower_case, FLAGS.max_seq_length)
+    from serving import multiple_choice  # pylint: disable=g-import-not-at-top  (tensorflow-text)
+    multiple_choice.export_multiple_choice(model, FLAGS.export_dir, FLAGS.vocab_file,
+                                           FLAGS.do_lower_case, FLAGS.max_seq_length)
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

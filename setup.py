@@ -6,7 +6,8 @@ import setuptools
 setuptools.setup(
     name="bert-tf2-original",
     version="0.1",
-    packages=setuptools.find_packages(include=["data_prep", "data_prep.*", "vocab",
-                                               "vocab.*", "modeling", "modeling.*"]),
+    packages=setuptools.find_packages(include=[
+        "plumbing", "data_prep", "data_prep.*", "vocab", "tasks", "tasks.*", "modeling",
+        "serving", "demo"]),
     install_requires=[],  # Workers get requirements.txt (--requirements_file).
 )

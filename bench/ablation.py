@@ -38,14 +38,14 @@ import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 REPO_ROOT = common.REPO_ROOT
 
-from data_prep import classifier_data  # pylint: disable=g-import-not-at-top
-from data_prep import demo_corpus  # pylint: disable=g-import-not-at-top
-from data_prep import demo_pairs  # pylint: disable=g-import-not-at-top
+from demo import corpus as demo_corpus  # pylint: disable=g-import-not-at-top
+from demo import pairs as demo_pairs  # pylint: disable=g-import-not-at-top
+from tasks.classification import glue  # pylint: disable=g-import-not-at-top
 
 # (objective, the paper's row name); None is the model with no pre-training.
 MODELS = (("mlm_nsp", "BERT (MLM + NSP)"), ("mlm", "No NSP"),
           ("ltr", "LTR & No NSP"), (None, "No pre-training"))
-PAIRS_TASK = "pairs"  # The bundled sentence-pair task (data_prep/demo_pairs.py).
+PAIRS_TASK = "pairs"  # The bundled sentence-pair task (demo/pairs.py).
 
 TINY_CONFIG = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=512, hidden_act="gelu", hidden_dropout_prob=0.1,
@@ -96,7 +96,7 @@ def write_corpus(path, task_dirs):
     for task, data_dir in task_dirs.items():
       if task == PAIRS_TASK:
         continue
-      examples = classifier_data.get_processor(task).get_train_examples(data_dir)
+      examples = glue.get_processor(task).get_train_examples(data_dir)
       for i in range(0, len(examples), 10):
         out.write("\n")
         for example in examples[i:i + 10]:
@@ -109,7 +109,7 @@ def task_data(task, glue_dir, work_dir, max_train_examples):
   """The data_dir run_classifier.py reads for `task`: the GLUE directory, or
   a copy whose train.tsv keeps its header and first --max_train_examples rows."""
   source = os.path.join(glue_dir, task)
-  count = len(classifier_data.get_processor(task).get_train_examples(source))
+  count = len(glue.get_processor(task).get_train_examples(source))
   if count <= max_train_examples:
     return source
   target = os.path.join(work_dir, "tasks", task)

@@ -69,7 +69,7 @@ def run_measured(cmd, cwd, log_path, largest_process=False, env=None):
 def _features(path, max_seq_length, max_predictions):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   sys.path.insert(0, common.REPO_ROOT)
-  from data_prep import pretraining_records  # pylint: disable=g-import-not-at-top
+  from data_prep.pretraining import records as pretraining_records  # pylint: disable=g-import-not-at-top
   spec = pretraining_records.name_to_features(max_seq_length, max_predictions)
   columns = {k: [] for k in spec}
   for batch in tf.data.TFRecordDataset(path).batch(4096):

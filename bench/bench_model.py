@@ -31,7 +31,7 @@ rounds). Peers:
   ours       modeling.BertPretrainer: f32, xla (f32 + XLA), bf16
              (mixed_bfloat16), bf16xla (mixed_bfloat16 + XLA); loop and
              loopxla time run_pretraining's training loop itself. Fine-tuning
-             always times run_classifier's loop (modeling/train_loop.py) on
+             always times run_classifier's loop (modeling/training.py) on
              modeling.BertClassifier, as f32, xla and bf16.
 """
 
@@ -129,9 +129,8 @@ def run_ours(args, data):
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
-  from modeling import optimization, training  # pylint: disable=g-import-not-at-top
-  from modeling import classification, pretraining  # pylint: disable=g-import-not-at-top
-  from modeling import question_answering  # pylint: disable=g-import-not-at-top
+  from modeling import losses, optimization  # pylint: disable=g-import-not-at-top
+  import train_step  # pylint: disable=g-import-not-at-top
   if args.variant.startswith("bf16"):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
   jit = args.variant.endswith("xla")
@@ -139,16 +138,16 @@ def run_ours(args, data):
   features = {k: tf.constant(v) for k, v in data.items()}
   if args.mode == "classify":
     return _time_training_loop(args, lambda: modeling.BertClassifier(config, num_labels=2),
-                               classification.ClassifierLoss(), data, jit)
+                               losses.ClassifierLoss(), data, jit)
   if args.mode == "squad":
     return _time_training_loop(args, lambda: modeling.BertSpanPredictor(config),
-                               question_answering.SpanLoss(), data, jit)
+                               losses.SpanLoss(), data, jit)
   if args.mode == "train" and args.variant.startswith("loop"):
     return _time_training_loop(args, lambda: modeling.BertPretrainer(config),
-                               pretraining.PretrainingLoss(), data, jit)
+                               losses.PretrainingLoss(), data, jit)
   if args.mode == "train":
     model = modeling.BertPretrainer(config)
-    step = training.make_train_step(
+    step = train_step.make_train_step(
         model, optimization.create_optimizer(1e-4, 10000, 100), jit_compile=jit)
     return timed(lambda: float(step(features)), warmup(args, 2), args.steps)
   model = modeling.BertModel(config, validate_inputs=False)
@@ -159,12 +158,12 @@ def run_ours(args, data):
 
 
 def _time_training_loop(args, make_model, loss_fn, data, jit):
-  """Seconds per step of the run_*.py scripts' loop (modeling/train_loop.py),
+  """Seconds per step of the run_*.py scripts' driver (modeling/training.py),
   which is what run_pretraining and run_classifier actually spend."""
   import tempfile  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from modeling import optimization, train_loop  # pylint: disable=g-import-not-at-top
-  strategy = train_loop.create_strategy("one_device")
+  from modeling import optimization, training  # pylint: disable=g-import-not-at-top
+  strategy = training.create_strategy("one_device")
   with strategy.scope():
     model = make_model()
     optimizer = optimization.create_optimizer(LEARNING_RATE[args.mode], 10000, 100)
@@ -172,10 +171,11 @@ def _time_training_loop(args, make_model, loss_fn, data, jit):
   # Two loops of `steps` steps: the first compiles, the second is timed. The
   # final checkpoint (1.3 GB at BERT-Base) goes to a directory removed after.
   with tempfile.TemporaryDirectory() as output_dir:
-    result = train_loop.train(
-        strategy, model, optimizer, dataset_fn, loss_fn, output_dir,
-        num_train_steps=2 * args.steps, global_batch_size=args.batch,
+    settings = training.TrainingSettings(
+        output_dir=output_dir, num_train_steps=2 * args.steps, train_batch_size=args.batch,
         save_checkpoints_steps=10 ** 9, iterations_per_loop=args.steps, use_xla=jit)
+    result = training.train(strategy, model, loss_fn, dataset_fn, settings,
+                            optimizer=optimizer)
   return args.batch / result.examples_per_second
 
 

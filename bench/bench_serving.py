@@ -3,7 +3,7 @@
   python bench/bench_serving.py [--size=base] [--steps=200] [--repeats=3]
 
 Exports a sentence-pair `modeling.BertClassifier` (random weights, `--size`
-as bench_model.py) with `modeling.export.export_classifier`, as
+as bench_model.py) with `serving.classifier.export_classifier`, as
 run_classifier.py --export_dir does, then loads the SavedModel in a fresh
 process that imports only TensorFlow and tensorflow-text, as TF Serving
 would, and times at batch 1, on one MRPC-like pair padded to
@@ -46,14 +46,15 @@ def export_random_classifier(args, export_dir):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Before TensorFlow loads.
   import bench_model  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
-  from modeling import export  # pylint: disable=g-import-not-at-top
+  from serving import classifier as serving_classifier  # pylint: disable=g-import-not-at-top
   with open(args.vocab_file, encoding="utf-8") as f:
     vocab_size = sum(1 for _ in f)
   config = modeling.BertConfig.from_dict(
       dict(bench_model.config_dict(args.size), vocab_size=vocab_size))
   model = modeling.BertClassifier(config, num_labels=2)
-  export.export_classifier(model, export_dir, args.vocab_file, do_lower_case=True,
-                           max_seq_length=args.max_seq_length, label_list=["0", "1"])
+  serving_classifier.export_classifier(model, export_dir, args.vocab_file, do_lower_case=True,
+                                       max_seq_length=args.max_seq_length,
+                                       label_list=["0", "1"])
 
 
 # ---------------------------------------------------------------- worker

@@ -118,17 +118,18 @@ def run_worker(args):
     seconds = time.perf_counter() - start
     common.cleanup(code_dir)
   else:
-    from data_prep import squad_data  # pylint: disable=g-import-not-at-top
+    from tasks.squad import examples as squad_examples  # pylint: disable=g-import-not-at-top
+    from tasks.squad import features as squad_features  # pylint: disable=g-import-not-at-top
     from data_prep import tokenization  # pylint: disable=g-import-not-at-top
     start = time.perf_counter()
     tokenizer = tokenization.FullTokenizer(args.vocab_file, do_lower_case=True)
-    examples = squad_data.read_squad_examples(args.input_file, is_training=is_training)
-    with squad_data.FeatureWriter(record, is_training=is_training) as writer:
+    examples = squad_examples.read_squad_examples(args.input_file, is_training=is_training)
+    with squad_features.FeatureWriter(record, is_training=is_training) as writer:
       def output(feature):
         features.append(feature)
         writer.process_feature(feature)
-      squad_data.convert_examples_to_features(examples, tokenizer, is_training=is_training,
-                                              output_fn=output, **LENGTHS)
+      squad_features.convert_examples_to_features(examples, tokenizer, is_training=is_training,
+                                                  output_fn=output, **LENGTHS)
     seconds = time.perf_counter() - start
   os.remove(record)
   common.report_result({"seconds": seconds, "features": len(features),

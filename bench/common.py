@@ -33,7 +33,7 @@ def build_corpus(path, target_mb):
   The King James Bible (bundled), then GLUE sentences from ../shared/data if
   present, then the Bible again until the size is reached.
   """
-  from data_prep import demo_corpus  # pylint: disable=g-import-not-at-top
+  from demo import corpus as demo_corpus  # pylint: disable=g-import-not-at-top
   documents = []
   for _, verses in demo_corpus.iter_kjv_chapters():
     documents.append([s for v in verses for s in demo_corpus.split_sentences(v)])

@@ -1,1 +1,8 @@
-"""Text to TFRecords: tokenization, pre-training instances, fine-tuning features."""
+"""Text to tokens to pre-training records: the original's tokenizer and its
+masked-LM + next-sentence data generator.
+
+tokenization.py (FullTokenizer); create_pretraining_data.py and
+beam_pretraining_data.py (the command lines); pretraining/ (the generator:
+corpus, instances, records, the tf.data reader, the Beam steps). Fine-tuning
+tasks' features live with their tasks, in tasks/.
+"""

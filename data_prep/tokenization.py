@@ -21,8 +21,8 @@ import unicodedata
 
 import numpy as np
 
-from data_prep import text_io
-from data_prep.errors import UserError
+from plumbing import text_io
+from plumbing.errors import UserError
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"

@@ -1,4 +1,12 @@
-"""The Keras BERT model, its heads, checkpoints and optimizers."""
+"""The Keras BERT model and how it is trained and run.
+
+config.py, layers.py, fused.py, heads.py, bert_model.py: the model;
+checkpoints.py and convert_checkpoint.py: the original's and our
+checkpoints; optimization.py: the original's optimizer; losses.py,
+training.py (the one training driver), pretraining.py (objectives, eval
+metrics), inference.py (running a model over a dataset). Imports no data
+preparation, task or serving code.
+"""
 
 from modeling.bert_model import BertClassifier
 from modeling.bert_model import BertModel

@@ -19,7 +19,7 @@ released checkpoints needs.
 import keras
 import tensorflow as tf
 
-from data_prep.errors import UserError
+from plumbing.errors import UserError
 
 from modeling import heads
 from modeling import layers
@@ -33,7 +33,7 @@ class _Model(keras.Model):
   """A keras.Model without Keras's guessed SavedModel signature.
 
   Keras would trace one with float inputs when a SavedModel holds the model;
-  ours take integer ids, and modeling/export.py gives the real signatures.
+  ours take integer ids, and serving/ gives the real signatures.
   """
 
   @property

@@ -14,7 +14,7 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from data_prep.errors import UserError
+from plumbing.errors import UserError
 
 # Names the original's training also wrote that are not model weights.
 _TRAINING_STATE_SUFFIXES = ("/adam_m", "/adam_v")

@@ -3,7 +3,7 @@
 import copy
 import json
 
-from data_prep.errors import UserError
+from plumbing.errors import UserError
 
 _ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 

@@ -16,13 +16,12 @@ import sys
 if __package__ in (None, ""):  # Run as a file path: make the repo importable.
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from data_prep import cli
-from data_prep.errors import UserError
+from plumbing import cli
+from plumbing.errors import UserError
 from modeling import bert_model
 from modeling import checkpoints
 from modeling.config import BertConfig

@@ -130,3 +130,14 @@ def regression_loss(predictions, targets):
   predictions = tf.reshape(tf.cast(predictions, tf.float32), [-1])
   per_example = tf.square(predictions - tf.reshape(tf.cast(targets, tf.float32), [-1]))
   return tf.reduce_mean(per_example), per_example
+
+
+def span_loss_per_example(start_logits, end_logits, start_positions, end_positions):
+  """The original's loss per example: the mean of the start and end
+  cross-entropies over the sequence positions."""
+  xent = tf.nn.sparse_softmax_cross_entropy_with_logits
+  start = xent(labels=tf.reshape(tf.cast(start_positions, tf.int32), [-1]),
+               logits=tf.cast(start_logits, tf.float32))
+  end = xent(labels=tf.reshape(tf.cast(end_positions, tf.int32), [-1]),
+             logits=tf.cast(end_logits, tf.float32))
+  return (start + end) / 2.0

@@ -1,7 +1,11 @@
-"""Running a model over a whole dataset in fixed-size batches, under any strategy."""
+"""Running a model over a whole dataset in fixed-size batches, under any strategy:
+what evaluation, prediction and feature extraction share."""
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
+
+from modeling import heads
 
 
 def padded_batches(dataset, num_examples, batch_size):
@@ -57,3 +61,35 @@ def layer_vectors(model, features, layer_indexes, pooling="none"):
     return tf.reduce_sum(vectors * mask, axis=2) / tf.maximum(
         tf.reduce_sum(mask, axis=2), 1.0)
   return vectors
+
+
+def classifier_outputs(strategy, model, records, num_examples, batch_size,
+                       is_regression=False):
+  """A classifier (or multiple-choice model) over `records` in full batches of
+  `batch_size` (the last one padded, as the original did on TPUs): numpy
+  logits (scores, for regression), per-example loss and is_real_example, in
+  input order."""
+  padding = -num_examples % batch_size
+  logging.info("  Num examples = %d (%d actual, %d padding)", num_examples + padding,
+               num_examples, padding)
+  logging.info("  Batch size = %d", batch_size)
+
+  def replica(features):
+    logits = model(features, training=False)["logits"]
+    if is_regression:
+      _, per_example = heads.regression_loss(logits, features["label_ids"])
+      logits = tf.reshape(logits, [-1])
+    else:
+      _, per_example = heads.classification_loss(logits, features["label_ids"])
+    return logits, per_example, features["is_real_example"]
+  return run_batches(strategy, replica, padded_batches(records, num_examples, batch_size))
+
+
+def span_logits(strategy, model, dataset):
+  """unique_ids, start_logits, end_logits (numpy, input order) of a span model
+  over `dataset` (global batches; padding features have id 0)."""
+  def replica(features):
+    outputs = model(features, training=False)
+    return (features["unique_ids"], tf.cast(outputs["start_logits"], tf.float32),
+            tf.cast(outputs["end_logits"], tf.float32))
+  return run_batches(strategy, replica, dataset)

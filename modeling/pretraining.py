@@ -1,5 +1,5 @@
-"""Pre-training objectives, their loss for the distributed loop, and the
-original's evaluation metrics.
+"""Pre-training objectives and the original's evaluation metrics (the loss
+the training driver minimises is modeling.losses.PretrainingLoss).
 
 Objectives (`run_pretraining.py --pretraining_objective`, the paper's
 section 5.1 ablations):
@@ -15,9 +15,8 @@ For `ltr` the masked_lm_* metrics are next-token accuracy and loss.
 import numpy as np
 import tensorflow as tf
 
-from data_prep.errors import UserError
 from modeling import bert_model
-from modeling import heads
+from plumbing.errors import UserError
 
 OBJECTIVES = ("mlm_nsp", "mlm", "ltr")
 
@@ -33,40 +32,6 @@ def create_pretrainer(config, objective="mlm_nsp"):
     raise UserError('--pretraining_objective=%s needs a bidirectional model: drop '
                     '"causal_attention" from --bert_config_file.' % objective)
   return bert_model.BertPretrainer(config, next_sentence=objective == "mlm_nsp")
-
-
-class PretrainingLoss(object):
-  """Masked-LM + next-sentence loss of the global batch, split by replica.
-
-  The original's masked-LM loss is sum(weight * loss) / (sum(weight) + 1e-5)
-  over the batch, so a replica's share divides its own numerator by the
-  global weight sum (`totals`); next-sentence loss is a mean over examples.
-  Summed over replicas and micro-batches these give exactly the one-device
-  loss of the whole batch.
-  """
-
-  def totals(self, features):
-    return {
-        "mask_weight": tf.reduce_sum(tf.cast(features["masked_lm_weights"], tf.float32)),
-        "examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32),
-    }
-
-  def __call__(self, model, features, totals):
-    # The parts of BertPretrainer, called directly: only what the loss needs
-    # is computed (no [predictions, vocab] log-probabilities inside the loop).
-    out = model.bert(features, training=True,
-                     output_positions=features["masked_lm_positions"])
-    mlm_logits = model.masked_lm(out["sequence_output"], model.bert.embedding_table)
-    _, mlm_per_example = heads.masked_lm_loss(
-        mlm_logits, features["masked_lm_ids"], features["masked_lm_weights"])
-    weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
-    loss = tf.reduce_sum(weights * mlm_per_example) / (totals["mask_weight"] + 1e-5)
-    if model.next_sentence is not None:
-      nsp_logits = model.next_sentence(out["pooled_output"])
-      _, nsp_per_example = heads.classification_loss(
-          nsp_logits, features["next_sentence_labels"])
-      loss += tf.reduce_sum(nsp_per_example) / totals["examples"]
-    return loss
 
 
 class PretrainingMetrics(object):
@@ -146,12 +111,3 @@ def evaluate(strategy, model, dataset, max_steps=None):
     sums, loss = eval_step(features)
     metrics.add(sums, loss)
   return metrics.result()
-
-
-def write_eval_results(path, results):
-  """Writes `key = value` lines in sorted key order, as the original did."""
-  tmp = path + ".tmp"
-  with tf.io.gfile.GFile(tmp, "w") as writer:
-    for key in sorted(results):
-      writer.write("%s = %s\n" % (key, str(results[key])))
-  tf.io.gfile.rename(tmp, path, overwrite=True)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT
-from data_prep import classifier_data
+from tasks.classification import glue
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
 import ablation  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -50,7 +50,7 @@ def test_large_training_sets_are_cut_to_their_first_rows(tmp_path, task, header)
   (source / "train.tsv").write_text((header or "") + "".join(rows))
   (source / "dev.tsv").write_text((header or "") + "".join(rows[:3]))
   target = ablation.task_data(task, str(tmp_path / "glue"), str(tmp_path / "work"), 4)
-  processor = classifier_data.get_processor(task)
+  processor = glue.get_processor(task)
   kept = processor.get_train_examples(target)
   assert [e.text_a for e in kept] == [e.text_a for e in
                                       processor.get_train_examples(str(source))][:4]
@@ -59,7 +59,7 @@ def test_large_training_sets_are_cut_to_their_first_rows(tmp_path, task, header)
 
 
 def test_end_to_end_at_the_smallest_sizes_then_resumes(tmp_path):
-  from data_prep import demo_corpus
+  from demo import corpus as demo_corpus
   corpus = tmp_path / "corpus.txt"
   demo_corpus.write_kjv_corpus(str(corpus), max_chapters=40)
   out = tmp_path / "ablation"

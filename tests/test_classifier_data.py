@@ -5,10 +5,11 @@ import pytest
 import tensorflow as tf
 
 from conftest import shared_path
-from data_prep import classifier_data
-from data_prep import graph_features
+from tasks.classification import features as classifier_features
+from tasks.classification import glue
+from serving import packing
 from data_prep import tokenization
-from data_prep.errors import UserError
+from plumbing.errors import UserError
 
 UNCASED = "vocab/bert_uncased_vocab.txt"
 
@@ -32,7 +33,7 @@ def _glue(task):
     ("MRPC", "test", 1725),
 ])
 def test_processors_read_every_row_of_real_glue_files(task, split, count):
-  processor = classifier_data.get_processor(task)
+  processor = glue.get_processor(task)
   examples = getattr(processor, "get_%s_examples" % split)(_glue(task))
   assert len(examples) == count
   labels = processor.get_labels()
@@ -49,7 +50,7 @@ def test_processors_read_every_row_of_real_glue_files(task, split, count):
 
 def test_processors_take_the_right_columns():
   first = lambda task, split: getattr(
-      classifier_data.get_processor(task), "get_%s_examples" % split)(_glue(task))[0]
+      glue.get_processor(task), "get_%s_examples" % split)(_glue(task))[0]
   e = first("SST-2", "dev")
   assert (e.guid, e.text_a, e.label) == ("dev-1", "it 's a charming and often affecting journey . ", "1")
   e = first("SST-2", "test")
@@ -78,25 +79,25 @@ def test_processors_take_the_right_columns():
 
 
 def test_task_names_and_errors(tmp_path):
-  assert isinstance(classifier_data.get_processor("MRPC"), classifier_data.MrpcProcessor)
-  assert isinstance(classifier_data.get_processor("sst2"), classifier_data.Sst2Processor)
+  assert isinstance(glue.get_processor("MRPC"), glue.MrpcProcessor)
+  assert isinstance(glue.get_processor("sst2"), glue.Sst2Processor)
   with pytest.raises(UserError, match="Known tasks.*cola.*mrpc"):
-    classifier_data.get_processor("mrpcc")
+    glue.get_processor("mrpcc")
   bad = tmp_path / "dev.tsv"
   bad.write_text("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t2\t3\tonly four columns\n")
   with pytest.raises(UserError, match=r"dev.tsv:2: expected at least 5 tab-separated columns, found 4"):
-    classifier_data.MrpcProcessor().get_dev_examples(str(tmp_path))
+    glue.MrpcProcessor().get_dev_examples(str(tmp_path))
   with pytest.raises(UserError, match="no such file"):
-    classifier_data.MrpcProcessor().get_train_examples(str(tmp_path))
+    glue.MrpcProcessor().get_train_examples(str(tmp_path))
   bad.write_text("h\th\th\th\th\n7\t2\t3\ta\tb\n")
-  examples = classifier_data.MrpcProcessor().get_dev_examples(str(tmp_path))
+  examples = glue.MrpcProcessor().get_dev_examples(str(tmp_path))
   with pytest.raises(UserError, match=r"dev.tsv:2: unknown label '7'; the task's labels are '0', '1'"):
-    classifier_data.convert_single_example(0, examples[0], ["0", "1"], 16, _FakeTokenizer())
+    classifier_features.convert_single_example(0, examples[0], ["0", "1"], 16, _FakeTokenizer())
   (tmp_path / "dev2").mkdir()
   (tmp_path / "dev2" / "dev.tsv").write_text("")
   with pytest.raises(UserError, match="has no examples"):
-    classifier_data.check_examples(
-        classifier_data.MrpcProcessor().get_dev_examples(str(tmp_path / "dev2")), "dev.tsv")
+    glue.check_examples(
+        glue.MrpcProcessor().get_dev_examples(str(tmp_path / "dev2")), "dev.tsv")
 
 
 class _FakeTokenizer(object):
@@ -116,14 +117,14 @@ def test_xnli_language_filter_and_translated_training_labels(tmp_path):
   rows = ["en\tneutral\tx\tx\tx\tx\tA\tB\n", "zh\tentailment\tx\tx\tx\tx\t一\t二\n",
           "de\tneutral\tx\tx\tx\tx\tC\tD\n", "zh\tcontradiction\tx\tx\tx\tx\t三\t四\n"]
   (tmp_path / "xnli.dev.tsv").write_text(header + "".join(rows), encoding="utf-8")
-  processor = classifier_data.XnliProcessor()
+  processor = glue.XnliProcessor()
   train = processor.get_train_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.label) for e in train] == [
       ("train-1", "你好", "contradiction"), ("train-2", "甲", "neutral")]
   dev = processor.get_dev_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.text_b, e.label) for e in dev] == [
       ("dev-2", "一", "二", "entailment"), ("dev-4", "三", "四", "contradiction")]
-  german = classifier_data.XnliProcessor(language="de").get_dev_examples(str(tmp_path))
+  german = glue.XnliProcessor(language="de").get_dev_examples(str(tmp_path))
   assert [e.guid for e in german] == ["dev-3"]
 
 
@@ -135,8 +136,8 @@ def _loop_truncate(len_a, len_b, max_length):
 
 
 def test_features_are_the_original_packing(tokenizer):
-  example = classifier_data.InputExample("g", "Is this jacksonville?", "No it is not.", "1")
-  f = classifier_data.convert_single_example(0, example, ["0", "1"], 16, tokenizer)
+  example = classifier_features.InputExample("g", "Is this jacksonville?", "No it is not.", "1")
+  f = classifier_features.convert_single_example(0, example, ["0", "1"], 16, tokenizer)
   tokens = tokenizer.convert_ids_to_tokens(f.input_ids[:sum(f.input_mask)])
   assert tokens == ["[CLS]", "is", "this", "jacksonville", "?", "[SEP]", "no", "it", "is",
                     "not", ".", "[SEP]"]
@@ -144,8 +145,8 @@ def test_features_are_the_original_packing(tokenizer):
   assert f.input_ids[12:] == [0] * 4 and f.label_id == 1 and f.is_real_example
   # Longest-first truncation to max_seq_length - 3, B losing ties.
   def packed(text_a, text_b, max_seq_length):
-    f = classifier_data.convert_single_example(
-        0, classifier_data.InputExample("g", text_a, text_b, "0"), ["0", "1"],
+    f = classifier_features.convert_single_example(
+        0, classifier_features.InputExample("g", text_a, text_b, "0"), ["0", "1"],
         max_seq_length, tokenizer)
     return tokenizer.convert_ids_to_tokens(f.input_ids[:sum(f.input_mask)])
   assert packed("a b c d e f g h", "x y z", 9) == [
@@ -154,18 +155,18 @@ def test_features_are_the_original_packing(tokenizer):
   # An empty B is a single sentence: no second [SEP].
   assert packed("a b", "", 8) == ["[CLS]", "a", "b", "[SEP]"]
   # Single sentence: [CLS] A [SEP], cut to max_seq_length - 2.
-  single = classifier_data.InputExample("g", "a b c d e f g h", None, "0")
-  f = classifier_data.convert_single_example(0, single, ["0", "1"], 6, tokenizer)
+  single = classifier_features.InputExample("g", "a b c d e f g h", None, "0")
+  f = classifier_features.convert_single_example(0, single, ["0", "1"], 6, tokenizer)
   assert tokenizer.convert_ids_to_tokens(f.input_ids) == ["[CLS]", "a", "b", "c", "d", "[SEP]"]
-  padding = classifier_data.convert_single_example(
-      0, classifier_data.PaddingInputExample(), ["0", "1"], 4, tokenizer)
+  padding = classifier_features.convert_single_example(
+      0, classifier_features.PaddingInputExample(), ["0", "1"], 4, tokenizer)
   assert (padding.input_ids, padding.label_id, padding.is_real_example) == ([0] * 4, 0, False)
 
 
 def test_pair_truncation_in_graph_equals_the_loop():
   for max_length in range(0, 24):
     pairs = [(a, b) for a in range(30) for b in range(30)]
-    got_a, got_b = graph_features.truncated_pair_lengths(
+    got_a, got_b = packing.truncated_pair_lengths(
         tf.constant([p[0] for p in pairs]), tf.constant([p[1] for p in pairs]), max_length)
     expected = [_loop_truncate(a, b, max_length) for a, b in pairs]
     assert list(zip(got_a.numpy().tolist(), got_b.numpy().tolist())) == expected
@@ -173,17 +174,17 @@ def test_pair_truncation_in_graph_equals_the_loop():
 
 def test_records_round_trip_with_padding_batches(tmp_path, tokenizer):
   from modeling import inference
-  examples = classifier_data.MrpcProcessor().get_dev_examples(_glue("MRPC"))[:11]
+  examples = glue.MrpcProcessor().get_dev_examples(_glue("MRPC"))[:11]
   path = str(tmp_path / "eval.tf_record")
-  classifier_data.file_based_convert_examples_to_features(
+  classifier_features.file_based_convert_examples_to_features(
       examples, ["0", "1"], 32, tokenizer, path)
   assert not list(tmp_path.glob("*.tmp-*"))
-  records = classifier_data.read_records(path, 32)
+  records = classifier_features.read_records(path, 32)
   batches = list(inference.padded_batches(records, len(examples), 4))
   assert [b["input_ids"].shape[0] for b in batches] == [4, 4, 4]
   is_real = np.concatenate([b["is_real_example"].numpy() for b in batches])
   assert is_real.tolist() == [1] * 11 + [0]
-  expected = [classifier_data.convert_single_example(i, e, ["0", "1"], 32, tokenizer)
+  expected = [classifier_features.convert_single_example(i, e, ["0", "1"], 32, tokenizer)
               for i, e in enumerate(examples)]
   ids = np.concatenate([b["input_ids"].numpy() for b in batches])
   assert ids[:11].tolist() == [f.input_ids for f in expected]
@@ -195,17 +196,17 @@ def test_records_round_trip_with_padding_batches(tmp_path, tokenizer):
 def test_tensorflow_datasets_source_with_mock_data():
   tfds = pytest.importorskip("tensorflow_datasets")
   with tfds.testing.mock_data(num_examples=6):
-    processor = classifier_data.processor_for("MNLI", classifier_data.TFDS_DATA_DIR)
+    processor = glue.processor_for("MNLI", glue.TFDS_DATA_DIR)
     dev = processor.get_dev_examples()
     assert len(dev) == 6
     assert all(e.label in processor.get_labels() for e in dev)
     assert all(e.guid.startswith("dev-") and e.text_b for e in dev)
     test = processor.get_test_examples()
     assert all(e.label == "contradiction" and e.index is not None for e in test)
-    stsb = classifier_data.processor_for("STS-B", classifier_data.TFDS_DATA_DIR)
+    stsb = glue.processor_for("STS-B", glue.TFDS_DATA_DIR)
     assert stsb.is_regression
     assert all(isinstance(e.label, float) for e in stsb.get_train_examples())
-    cola = classifier_data.processor_for("CoLA", classifier_data.TFDS_DATA_DIR)
+    cola = glue.processor_for("CoLA", glue.TFDS_DATA_DIR)
     assert all(e.text_b is None and e.label in ("0", "1") for e in cola.get_dev_examples())
   with pytest.raises(UserError, match="not available from tensorflow-datasets"):
-    classifier_data.processor_for("XNLI", classifier_data.TFDS_DATA_DIR)
+    glue.processor_for("XNLI", glue.TFDS_DATA_DIR)

@@ -16,8 +16,9 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT, data_file, shared_path
 from data_prep import create_pretraining_data as cpd
-from data_prep import pretraining_records
-from data_prep import python_random
+from data_prep.pretraining import generator
+from data_prep.pretraining import records as pretraining_records
+from data_prep.pretraining import python_random
 from data_prep import tokenization
 
 UNCASED = "vocab/bert_uncased_vocab.txt"
@@ -74,8 +75,8 @@ def run_reference(name, tmp_path, num_workers=1):
   do_lower_case = flag_values.pop("do_lower_case")
   tokenizer = tokenization.FullTokenizer(shared_path(vocab), do_lower_case)
   outputs = [str(tmp_path / ("%s_%d.tfrecord" % (name, i))) for i in range(num_outputs)]
-  cpd.generate(inputs, outputs, tokenizer, cpd.Options(**flag_values),
-               num_workers=num_workers)
+  generator.generate(inputs, outputs, tokenizer, generator.Options(**flag_values),
+                     num_workers=num_workers)
   return outputs
 
 
@@ -124,7 +125,7 @@ def test_python_random_stream_matches_cpython():
 
 
 def _two_instances():
-  from data_prep import pretraining_instances as pi
+  from data_prep.pretraining import instances as pi
   tokens = np.array([5, 200, 300, 40000, 2**20], np.int32)
   inst = pi.Instances(tokens, 101, 102, 8, 3, capacity=2)
   inst.count = 2
@@ -159,7 +160,7 @@ def test_encoder_matches_protobuf():
 
 
 def test_record_files_byte_identical_to_tensorflow_writer(tmp_path):
-  from data_prep import tfrecord_io
+  from plumbing import tfrecord
   inst = _two_instances()
   ours = tmp_path / "ours.tfrecord"
   pretraining_records.write_instances(inst, np.array([1, 0, 1]), [str(ours)])
@@ -246,9 +247,9 @@ def test_sharded_mode_is_deterministic_and_resumes(tmp_path):
   # Each shard equals a standalone run of its file with the derived seed.
   tokenizer = tokenization.FullTokenizer(vocab, True)
   single = str(tmp_path / "single.tfrecord")
-  cpd.generate([data_file(CORPUS_B)], [single], tokenizer,
-               cpd.Options(max_seq_length=64, dupe_factor=2,
-                           random_seed=cpd.derived_seed(12345, CORPUS_B)))
+  generator.generate([data_file(CORPUS_B)], [single], tokenizer,
+               generator.Options(max_seq_length=64, dupe_factor=2,
+                           random_seed=generator.derived_seed(12345, CORPUS_B)))
   assert read_records([single]) == first[CORPUS_B + ".tfrecord"]
   # Resume: a missing shard is redone identically, an existing one skipped.
   os.remove(out_dir / names[0])
@@ -282,10 +283,10 @@ def test_library_api_matches_original_records(tmp_path):
 
 
 def test_failed_write_leaves_no_file(tmp_path):
-  from data_prep import tfrecord_io
+  from plumbing import tfrecord
   paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
   with pytest.raises(RuntimeError):
-    with tfrecord_io.atomic_writers(paths) as writers:
+    with tfrecord.atomic_writers(paths) as writers:
       writers[0].write_batch(np.frombuffer(b"abc", np.uint8), np.array([0, 3]))
       raise RuntimeError("interrupted")
   assert os.listdir(tmp_path) == []

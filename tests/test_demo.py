@@ -4,8 +4,8 @@ import random
 
 import tensorflow as tf
 
-from data_prep import demo_pairs
-from data_prep import demo_report
+from demo import pairs as demo_pairs
+from demo import report as demo_report
 
 
 def _chapters():

@@ -12,10 +12,12 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, shared_path
-from data_prep import classifier_data
+from tasks.classification import features as classifier_features
+from tasks.classification import glue
 from data_prep import tokenization
 import modeling
-from modeling import export
+from serving import classifier as serving_classifier
+from serving import export
 from test_run_classifier import CONFIG, UNCASED, task_checkpoint
 
 MAX_SEQ_LENGTH = 48
@@ -60,14 +62,14 @@ def exported(tmp_path_factory):
   model = modeling.BertClassifier(modeling.BertConfig.from_json_file(CONFIG), num_labels=2)
   modeling.load_checkpoint(model, task_checkpoint(directory, "mrpc"), log=False)
   export_dir = str(directory / "savedmodel")
-  export.export_classifier(model, export_dir, shared_path(UNCASED), do_lower_case=True,
-                           max_seq_length=MAX_SEQ_LENGTH, label_list=["0", "1"])
+  serving_classifier.export_classifier(model, export_dir, shared_path(UNCASED), do_lower_case=True,
+                                       max_seq_length=MAX_SEQ_LENGTH, label_list=["0", "1"])
   return model, export_dir
 
 
 def test_fresh_process_gets_the_python_pipeline(exported, tmp_path):
   model, export_dir = exported
-  examples = classifier_data.MrpcProcessor().get_dev_examples(
+  examples = glue.MrpcProcessor().get_dev_examples(
       shared_path("checks/classifier/MRPC"))[:40]
   pairs = [(e.text_a, e.text_b) for e in examples] + STRESS_PAIRS
   pairs_file = tmp_path / "pairs.json"
@@ -82,8 +84,8 @@ def test_fresh_process_gets_the_python_pipeline(exported, tmp_path):
   assert int(served["project_modules"]) == 0
 
   tokenizer = tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
-  features = [classifier_data.convert_single_example(
-      i, classifier_data.InputExample("x", a, b, "0"), ["0", "1"], MAX_SEQ_LENGTH, tokenizer)
+  features = [classifier_features.convert_single_example(
+      i, classifier_features.InputExample("x", a, b, "0"), ["0", "1"], MAX_SEQ_LENGTH, tokenizer)
       for i, (a, b) in enumerate(pairs)]
   for name in ("input_ids", "input_mask", "segment_ids"):
     expected = np.array([getattr(f, name) for f in features])
@@ -112,7 +114,7 @@ def test_export_is_servable_without_xla(exported):
 def test_single_sentence_export_takes_text_a_only(tmp_path):
   config = modeling.BertConfig.from_json_file(CONFIG)
   model = modeling.BertClassifier(config, num_labels=1)  # A regressor, as STS-B.
-  export_dir = export.export_classifier(
+  export_dir = serving_classifier.export_classifier(
       model, str(tmp_path / "single"), shared_path(UNCASED), True, 16, [None],
       is_regression=True, sentence_pair=False)
   loaded = tf.saved_model.load(export_dir)

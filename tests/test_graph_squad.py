@@ -1,5 +1,5 @@
-"""The in-graph SQuAD pipeline (data_prep/graph_squad.py) against the
-Python one (squad_data), which the original's outputs pin down
+"""The in-graph SQuAD pipeline (serving/squad_ops.py) against the
+Python one (tasks/squad/), which the original's outputs pin down
 (test_squad_data.py, test_run_squad.py)."""
 
 import json
@@ -9,9 +9,11 @@ import pytest
 import tensorflow as tf
 
 from conftest import shared_path
-from data_prep import graph_squad
-from data_prep import graph_tokenization
-from data_prep import squad_data
+from serving import squad_ops
+from serving import tokenizer as graph_tokenizer
+from tasks.squad import examples as squad_examples
+from tasks.squad import features as squad_features
+from tasks.squad import predictions as squad_predictions
 from data_prep import tokenization
 
 UNCASED = "vocab/bert_uncased_vocab.txt"
@@ -23,13 +25,13 @@ MAX_SEQ, STRIDE, MAX_QUERY = 40, 3, 20
 def tokenizers():
   vocab = shared_path(UNCASED)
   return (tokenization.FullTokenizer(vocab, do_lower_case=True),
-          graph_tokenization.GraphTokenizer(vocab, do_lower_case=True))
+          graph_tokenizer.GraphTokenizer(vocab, do_lower_case=True))
 
 
 def _inputs(path):
   """(examples, questions, contexts) of a SQuAD file, in file order."""
-  examples = squad_data.read_squad_examples(path, is_training=False,
-                                            version_2_with_negative=True)
+  examples = squad_examples.read_squad_examples(path, is_training=False,
+                                                version_2_with_negative=True)
   with open(path, encoding="utf-8") as f:
     data = json.load(f)["data"]
   contexts = [p["context"] for a in data for p in a["paragraphs"] for _ in p["qas"]]
@@ -40,9 +42,9 @@ def _inputs(path):
 def squad_v2(tokenizers):
   examples, questions, contexts = _inputs(shared_path("checks/squad/v2.0/input_predict.json"))
   features = []
-  squad_data.convert_examples_to_features(examples, tokenizers[0], MAX_SEQ, STRIDE,
-                                          MAX_QUERY, False, features.append)
-  windows = tf.function(lambda q, c: graph_squad.windows(
+  squad_features.convert_examples_to_features(examples, tokenizers[0], MAX_SEQ, STRIDE,
+                                              MAX_QUERY, False, features.append)
+  windows = tf.function(lambda q, c: squad_ops.windows(
       tokenizers[1], q, c, MAX_SEQ, STRIDE, MAX_QUERY))(tf.constant(questions),
                                                         tf.constant(contexts))
   return examples, questions, contexts, features, windows
@@ -86,13 +88,13 @@ def test_best_answers_are_the_python_predictions(squad_v2, tokenizers, tmp_path,
       start[::2, 0] = end[::2, 0] = 0.0  # Some windows with a finite null score.
   elif step:
     start, end = np.round(start / step) * step, np.round(end / step) * step
-  results = [squad_data.RawResult(f.unique_id, start[i], end[i])
+  results = [squad_predictions.RawResult(f.unique_id, start[i], end[i])
              for i, f in enumerate(features)]
-  predictions, nbest, null_odds = squad_data.write_predictions(
+  predictions, nbest, null_odds = squad_predictions.write_predictions(
       examples, features, results, n_best, max_answer, True, str(tmp_path / "p.json"),
       str(tmp_path / "n.json"), str(tmp_path / "o.json"), version_2_with_negative=v2,
       null_score_diff_threshold=threshold)
-  out = tf.function(lambda s, e: graph_squad.best_answers(
+  out = tf.function(lambda s, e: squad_ops.best_answers(
       tokenizers[1], windows, s, e, len(questions), n_best, max_answer, v2, threshold))(
           tf.constant(start), tf.constant(end))
   answers = [a.decode("utf-8") for a in out["answer"].numpy()]
@@ -125,11 +127,11 @@ FINAL_TEXT_CASES = [
 
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_final_text_is_get_final_text(do_lower_case):
-  graph = graph_tokenization.GraphTokenizer(shared_path(UNCASED), do_lower_case=do_lower_case)
+  graph = graph_tokenizer.GraphTokenizer(shared_path(UNCASED), do_lower_case=do_lower_case)
   pred, orig = zip(*FINAL_TEXT_CASES)
-  got = tf.function(lambda p, o: graph_squad.final_text(graph, p, o))(
+  got = tf.function(lambda p, o: squad_ops.final_text(graph, p, o))(
       tf.constant(pred), tf.constant(orig)).numpy()
-  expected = [squad_data.get_final_text(p, o, do_lower_case) for p, o in FINAL_TEXT_CASES]
+  expected = [squad_predictions.get_final_text(p, o, do_lower_case) for p, o in FINAL_TEXT_CASES]
   assert [g.decode("utf-8") for g in got] == expected
   # The cases reach both outcomes: a part of the text, and all of it.
   assert any(e != o for e, (_, o) in zip(expected, FINAL_TEXT_CASES))
@@ -141,10 +143,10 @@ def test_empty_context_has_no_window_and_no_answer(tokenizers):
 
   @tf.function
   def answer(questions, contexts):
-    windows = graph_squad.windows(graph, questions, contexts, MAX_SEQ, STRIDE, MAX_QUERY)
+    windows = squad_ops.windows(graph, questions, contexts, MAX_SEQ, STRIDE, MAX_QUERY)
     logits = tf.zeros_like(windows["input_ids"], tf.float32)
-    return (windows, graph_squad.best_answers(graph, windows, logits, logits, 2, 20, 30),
-            graph_squad.best_answers(graph, windows, logits, logits, 2, 20, 30, True))
+    return (windows, squad_ops.best_answers(graph, windows, logits, logits, 2, 20, 30),
+            squad_ops.best_answers(graph, windows, logits, logits, 2, 20, 30, True))
 
   windows, v1, v2 = answer(tf.constant(["who?", "what?"]), tf.constant([" \t", ""]))
   assert windows["input_ids"].shape[0] == 0

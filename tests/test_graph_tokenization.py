@@ -16,7 +16,8 @@ import pytest
 import tensorflow as tf
 
 from conftest import data_file, shared_path
-from data_prep import graph_tokenization, tokenization
+from data_prep import tokenization
+from serving import tokenizer as graph_tokenizer
 
 VOCABS = {
     "uncased": "vocab/bert_uncased_vocab.txt",
@@ -36,7 +37,7 @@ class _Pair(object):
 
   def __init__(self, vocab_file, do_lower_case):
     self.python = tokenization.FullTokenizer(vocab_file, do_lower_case)
-    self.graph = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)
+    self.graph = graph_tokenizer.GraphTokenizer(vocab_file, do_lower_case)
     self._functions = {
         "ids": self.graph.tokenize_to_ids, "tokens": self.graph.tokenize,
         "all": self._basic_tokens_pieces_and_ids}
@@ -214,7 +215,7 @@ def _lower_by_classes(text, cased, ignorable):
 
 
 def test_sigma_classes_reproduce_str_lower():
-  cased, ignorable = graph_tokenization._sigma_context_classes()
+  cased, ignorable = graph_tokenizer._sigma_context_classes()
   rng = random.Random(5)
   others = [cp for cp in range(0x3000) if cp not in cased and cp not in ignorable]
   groups = (sorted(cased), sorted(ignorable), others)
@@ -317,7 +318,7 @@ def test_tiny_vocab_with_duplicate(tmp_path):
   assert pair.graph.vocab_size == 13
   assert (pair.graph.unk_id, pair.graph.cls_id, pair.graph.sep_id) == (0, 1, 2)
   with pytest.raises(ValueError, match=r"\[UNK\]"):
-    graph_tokenization.GraphTokenizer(_tiny_vocab(tmp_path, ["a", "b"]))
+    graph_tokenizer.GraphTokenizer(_tiny_vocab(tmp_path, ["a", "b"]))
 
 
 _LOAD_AND_RUN = textwrap.dedent("""

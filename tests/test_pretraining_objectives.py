@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, data_file, reference_config, shared_path
-from data_prep import pretraining_dataset
+from data_prep.pretraining import dataset as pretraining_dataset
 from data_prep import tokenization
-from data_prep.errors import UserError
+from plumbing.errors import UserError
 import modeling
 from modeling import pretraining
 

@@ -15,10 +15,12 @@ import tensorflow as tf
 
 from conftest import (REPO_ROOT, SHARED_DATA, assert_three_steps_match, data_file,
                       kill_at_checkpoint, shared_path)
-from data_prep import classifier_data
+from tasks.classification import features as classifier_features
+from tasks.classification import glue
 from data_prep import tokenization
 import modeling
-from modeling import classification
+from modeling import losses
+from tasks.classification import outputs
 
 REF = "classifier_reference/"
 CONFIG = data_file("eval_reference/bert_config.json")
@@ -123,10 +125,10 @@ def test_processors_return_the_original_examples():
   checked = 0
   for entry in sets:
     if entry["task_name"] == "xnli":
-      processor = classifier_data.XnliProcessor()
+      processor = glue.XnliProcessor()
       data_dir = data_file(REF + "xnli_data")
     else:
-      processor = classifier_data.get_processor(entry["task_name"])
+      processor = glue.get_processor(entry["task_name"])
       data_dir = os.path.join(SHARED_DATA, entry["data_dir"])
       if not os.path.isdir(data_dir):
         continue
@@ -150,9 +152,9 @@ def test_three_training_steps_match_the_original(tmp_path):
   modeling.load_checkpoint(model, task_checkpoint(tmp_path, "mrpc"), log=False)
 
   tokenizer = tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
-  examples = classifier_data.MrpcProcessor().get_dev_examples(
+  examples = glue.MrpcProcessor().get_dev_examples(
       shared_path("checks/classifier/MRPC"))[:24]
-  features = classifier_data.convert_examples_to_features(examples, ["0", "1"], 128, tokenizer)
+  features = classifier_features.convert_examples_to_features(examples, ["0", "1"], 128, tokenizer)
   arrays = [np.array([getattr(f, k) for f in features], np.int32)
             for k in ("input_ids", "input_mask", "segment_ids", "label_id")]
   digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
@@ -160,23 +162,23 @@ def test_three_training_steps_match_the_original(tmp_path):
 
   batches = [{k: tf.constant(a[8 * step:8 * step + 8]) for k, a in zip(
       ("input_ids", "input_mask", "segment_ids", "label_ids"), arrays)} for step in range(3)]
-  assert_three_steps_match(model, classification.ClassifierLoss(), batches, reference)
+  assert_three_steps_match(model, losses.ClassifierLoss(), batches, reference)
 
 
 def test_glue_metrics_on_hand_computed_cases():
   labels = np.array([1, 1, 1, 0, 0, 0, 1, 0])
   predictions = np.array([1, 0, 1, 0, 1, 0, 1, 0])
   # tp 3, fn 1, fp 1, tn 3: precision = recall = 0.75.
-  assert classification.f1_score(labels, predictions) == pytest.approx(0.75)
-  assert classification.matthews_correlation(labels, predictions) == pytest.approx(0.5)
-  assert classification.matthews_correlation(labels, np.ones(8)) == 0.0
-  assert classification.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+  assert outputs.f1_score(labels, predictions) == pytest.approx(0.75)
+  assert outputs.matthews_correlation(labels, predictions) == pytest.approx(0.5)
+  assert outputs.matthews_correlation(labels, np.ones(8)) == 0.0
+  assert outputs.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
   # Ranks with a tie: x -> [1, 2.5, 2.5, 4], y -> [1, 2, 3, 4].
-  assert classification.spearman([1, 5, 5, 9], [0, 1, 2, 3]) == pytest.approx(
+  assert outputs.spearman([1, 5, 5, 9], [0, 1, 2, 3]) == pytest.approx(
       np.corrcoef([1, 2.5, 2.5, 4], [1, 2, 3, 4])[0, 1])
   # The batch-mean `loss` of the original's Estimator skips padding rows.
   per_example = np.array([1.0, 3.0, 2.0, 0.0], np.float32)
-  assert classification.batch_mean_loss(per_example, np.array([1, 1, 1, 0]), 2) == 2.0
+  assert outputs.batch_mean_loss(per_example, np.array([1, 1, 1, 0]), 2) == 2.0
 
 
 def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):

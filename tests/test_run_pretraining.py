@@ -15,7 +15,8 @@ from conftest import REPO_ROOT, data_file, kill_at_checkpoint
 import modeling
 from modeling import optimization
 from modeling import pretraining
-from modeling import train_loop
+from modeling import losses
+from modeling import training
 
 RECORDS = data_file("pretraining_reference/sample_default.tfrecord")  # 23 records, seq 128
 EVAL_REF = "eval_reference/"
@@ -92,10 +93,11 @@ def test_training_loop_steps_match_original(tmp_path):
     optimizer = optimization.create_optimizer(2e-3, 8, 3)
   dataset_fn = lambda batch, ctx: tf.data.Dataset.from_tensors(features).repeat()
   out_dir = str(tmp_path / "loop")  # Fresh: a left-over checkpoint would be resumed.
-  result = train_loop.train(
-      strategy, model, optimizer, dataset_fn, pretraining.PretrainingLoss(), out_dir,
-      num_train_steps=6, global_batch_size=3, save_checkpoints_steps=6,
+  settings = training.TrainingSettings(
+      output_dir=out_dir, num_train_steps=6, train_batch_size=3, save_checkpoints_steps=6,
       iterations_per_loop=4, init_checkpoint=data_file("modeling_reference/model.ckpt"))
+  result = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn, settings,
+                          optimizer=optimizer)
   assert result.step == 6
   for name, variable in model.original_names().items():
     np.testing.assert_allclose(variable.numpy(), ref["var/" + name], rtol=0, atol=1e-5,
@@ -180,7 +182,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
   with strategy.scope():
     model = modeling.BertPretrainer(config)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
-  inner = pretraining.PretrainingLoss()
+  inner = losses.PretrainingLoss()
 
   class PoisonedLoss(object):
     totals = inner.totals
@@ -190,12 +192,13 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
       return inner(model, features, totals) + tf.where(optimizer.iterations >= 4, np.nan, 0.0)
 
   def dataset_fn(batch, ctx):
-    from data_prep import pretraining_dataset
+    from data_prep.pretraining import dataset as pretraining_dataset
     return pretraining_dataset.pretraining_dataset([RECORDS], 128, 20, batch, is_training=True)
-  with pytest.raises(train_loop.NonFiniteLossError, match="last good checkpoint is .*ckpt-4"):
-    train_loop.train(strategy, model, optimizer, dataset_fn, PoisonedLoss(), str(tmp_path),
-                     num_train_steps=10, global_batch_size=4, save_checkpoints_steps=2,
-                     iterations_per_loop=2)
+  with pytest.raises(training.NonFiniteLossError, match="last good checkpoint is .*ckpt-4"):
+    settings = training.TrainingSettings(
+        output_dir=str(tmp_path), num_train_steps=10, train_batch_size=4,
+        save_checkpoints_steps=2, iterations_per_loop=2)
+    training.train(strategy, model, PoisonedLoss(), dataset_fn, settings, optimizer=optimizer)
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-4")
 
 

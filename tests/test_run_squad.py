@@ -71,7 +71,7 @@ EXPORTED = ("v1.1", "v2.0_thresh_m7")
 
 def _assert_export_answers_as_the_original(export_dir, predict_file, reference, v2):
   import tensorflow_text  # noqa: F401  (the tokenizer's ops)
-  from modeling import export
+  from serving import export
   assert export.xla_functions(str(export_dir)) == []
   with open(predict_file, encoding="utf-8") as f:
     data = json.load(f)["data"]
@@ -131,10 +131,11 @@ def test_predict_reproduces_the_original(tmp_path, name):
 def test_three_training_steps_match_the_original(tmp_path):
   """The original's model_fn in TRAIN mode (its span loss and optimizer),
   step for step on its first 24 training features (dropout off)."""
-  from data_prep import squad_data
+  from tasks.squad import examples as squad_examples
+  from tasks.squad import features as squad_features
   from data_prep import tokenization
   import modeling
-  from modeling import question_answering
+  from modeling import losses
   reference = dict(np.load(data_file(REF + "train_steps.npz")))
   with open(CONFIG) as f:
     values = json.load(f)
@@ -143,11 +144,11 @@ def test_three_training_steps_match_the_original(tmp_path):
   modeling.load_checkpoint(model, squad_checkpoint(tmp_path), log=False)
 
   tokenizer = tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
-  examples = squad_data.read_squad_examples(
+  examples = squad_examples.read_squad_examples(
       shared_path("checks/squad/v1.1/input_train_format.json"), is_training=True)
   features = []
-  squad_data.convert_examples_to_features(examples, tokenizer, 128, 64, 24, True,
-                                          features.append)
+  squad_features.convert_examples_to_features(examples, tokenizer, 128, 64, 24, True,
+                                              features.append)
   names = ("input_ids", "input_mask", "segment_ids", "start_positions", "end_positions")
   arrays = [np.array([getattr(f, k) for f in features[:24]], np.int32) for k in (
       "input_ids", "input_mask", "segment_ids", "start_position", "end_position")]
@@ -156,7 +157,7 @@ def test_three_training_steps_match_the_original(tmp_path):
 
   batches = [{k: tf.constant(a[8 * step:8 * step + 8]) for k, a in zip(names, arrays)}
              for step in range(3)]
-  assert_three_steps_match(model, question_answering.SpanLoss(), batches, reference)
+  assert_three_steps_match(model, losses.SpanLoss(), batches, reference)
 
 
 def test_killed_training_resumes_to_the_same_predictions(tmp_path):

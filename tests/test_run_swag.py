@@ -95,10 +95,10 @@ def _check_export(export_dir, test_csv, probabilities):
   """The SavedModel, from raw text, answers as --do_predict did, without XLA."""
   import tensorflow as tf
   import tensorflow_text  # pylint: disable=unused-import  (registers its ops)
-  from data_prep import swag_data
-  from modeling import export
+  from tasks import swag
+  from serving import export
   assert export.xla_functions(str(export_dir)) == []
-  examples = swag_data.read_swag_examples(str(test_csv), has_label=False)
+  examples = swag.read_swag_examples(str(test_csv), has_label=False)
   serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
   outputs = serve(context=tf.constant([e.context for e in examples]),
                   start=tf.constant([e.start_ending for e in examples]),

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from conftest import data_file, shared_path
-from data_prep import squad_data
-from data_prep import squad_eval
+from tasks.squad import examples as squad_examples
+from tasks.squad import features as squad_features
+from tasks.squad import predictions as squad_predictions
+from tasks.squad import evaluate as squad_evaluate
 from data_prep import tokenization
-from data_prep.errors import UserError
+from plumbing.errors import UserError
 
 REF = "squad_reference/"
 VOCAB = "vocab/bert_uncased_vocab.txt"
@@ -50,8 +52,8 @@ def _predict_file(run):
 def _features(examples, tokenizer, lengths, is_training):
   features = []
   seq, stride, query = lengths
-  squad_data.convert_examples_to_features(examples, tokenizer, seq, stride, query,
-                                          is_training, features.append)
+  squad_features.convert_examples_to_features(examples, tokenizer, seq, stride, query,
+                                              is_training, features.append)
   return features
 
 
@@ -107,7 +109,7 @@ def _example_row(e):
 @pytest.mark.parametrize("index", range(7))
 def test_examples_match_the_original(index):
   ref = _ref("examples.json")["sets"][index]
-  examples = squad_data.read_squad_examples(
+  examples = squad_examples.read_squad_examples(
       _input_path(ref["file"]), ref["is_training"], ref["version_2_with_negative"])
   assert len(examples) == ref["count"]
   assert len(examples.skipped_qas_ids) == ref["skipped_warnings"]
@@ -130,17 +132,17 @@ def test_examples_match_the_original(index):
 @pytest.mark.parametrize("run", ["v1.1", "v2.0", "edge", "edge_v2"])
 def test_predict_features_and_records_match_the_original(run, tokenizer, tmp_path):
   expected = _ref(run + "/features.json")
-  examples = squad_data.read_squad_examples(_predict_file(run), False,
-                                            run in ("v2.0", "edge_v2"))
+  examples = squad_examples.read_squad_examples(_predict_file(run), False,
+                                                run in ("v2.0", "edge_v2"))
   assert len(examples) == expected["num_examples"]
   path = str(tmp_path / "eval.tf_record")
   features = []
-  with squad_data.FeatureWriter(path, is_training=False) as writer:
+  with squad_features.FeatureWriter(path, is_training=False) as writer:
     def both(feature):
       features.append(feature)
       writer.process_feature(feature)
-    squad_data.convert_examples_to_features(examples, tokenizer, *LENGTHS[run],
-                                            is_training=False, output_fn=both)
+    squad_features.convert_examples_to_features(examples, tokenizer, *LENGTHS[run],
+                                                is_training=False, output_fn=both)
   assert writer.num_features == len(features)
   _check_features(features, expected, False)
   _check_records(path, features, expected["eval.tf_record"], False)
@@ -150,7 +152,7 @@ def test_predict_features_and_records_match_the_original(run, tokenizer, tmp_pat
 @pytest.mark.parametrize("key", ["v1.1", "v2.0", "edge"])
 def test_train_features_match_the_original(key, tokenizer, tmp_path):
   ref = _ref("train_features/train_features.json")[key]
-  examples = squad_data.read_squad_examples(
+  examples = squad_examples.read_squad_examples(
       _input_path(ref["train_file"]), True, ref["version_2_with_negative"])
   assert len(examples) == ref["num_examples"]
   assert examples.skipped_qas_ids == ref["skipped_qas_ids"]
@@ -167,7 +169,7 @@ def test_train_features_match_the_original(key, tokenizer, tmp_path):
   random.Random(12345).shuffle(shuffled)
   assert [e.qas_id for e in shuffled] == ref["main_shuffled"]["qas_id_order"]
   path = str(tmp_path / "train.tf_record")
-  with squad_data.FeatureWriter(path, is_training=True) as writer:
+  with squad_features.FeatureWriter(path, is_training=True) as writer:
     features = _features(shuffled, tokenizer, lengths, True)
     for f in features:
       writer.process_feature(f)
@@ -178,18 +180,18 @@ def test_train_features_match_the_original(key, tokenizer, tmp_path):
 def test_feature_writer_leaves_nothing_on_failure(tmp_path):
   path = str(tmp_path / "out.tf_record")
   with pytest.raises(RuntimeError):
-    with squad_data.FeatureWriter(path, is_training=False):
+    with squad_features.FeatureWriter(path, is_training=False):
       raise RuntimeError("boom")
   assert os.listdir(str(tmp_path)) == []
 
 
 def test_max_context_pass_equals_the_per_token_scan():
   for num_tokens, max_doc, stride in [(1, 5, 2), (37, 10, 3), (50, 7, 7), (23, 8, 1)]:
-    spans = squad_data.doc_spans_of(num_tokens, max_doc, stride)
-    best = squad_data.max_context_spans(spans, num_tokens)
+    spans = squad_features.doc_spans_of(num_tokens, max_doc, stride)
+    best = squad_features.max_context_spans(spans, num_tokens)
     for index in range(len(spans)):
       for position in range(spans[index][0], sum(spans[index])):
-        assert (best[position] == index) == squad_data._check_is_max_context(
+        assert (best[position] == index) == squad_features._check_is_max_context(
             spans, index, position)
 
 
@@ -226,14 +228,14 @@ def _close(a, b):
 @pytest.mark.parametrize("run,source,v2,threshold,n_best,max_len", PREDICTION_RUNS)
 def test_write_predictions_reproduces_the_original_files(
     run, source, v2, threshold, n_best, max_len, tokenizer, tmp_path):
-  examples = squad_data.read_squad_examples(_predict_file(source), False, v2)
+  examples = squad_examples.read_squad_examples(_predict_file(source), False, v2)
   features = _features(examples, tokenizer, LENGTHS[source], False)
   raw = np.load(data_file(REF + source + "/raw_results.npz"))
-  results = [squad_data.RawResult(int(u), [float(x) for x in s], [float(x) for x in e])
+  results = [squad_predictions.RawResult(int(u), [float(x) for x in s], [float(x) for x in e])
              for u, s, e in zip(raw["unique_ids"], raw["start_logits"], raw["end_logits"])]
   out = {name: str(tmp_path / name) for name in
          ("predictions.json", "nbest_predictions.json", "null_odds.json")}
-  squad_data.write_predictions(
+  squad_predictions.write_predictions(
       examples, features, results, n_best, max_len, True, out["predictions.json"],
       out["nbest_predictions.json"], out["null_odds.json"],
       version_2_with_negative=v2, null_score_diff_threshold=threshold)
@@ -270,7 +272,7 @@ def test_random_files_match_the_original(run, tmp_path):
   lengths = (settings["max_seq_length"], settings["doc_stride"], settings["max_query_length"])
   for name, is_training in (("train.json", True), ("predict.json", False)):
     expected = ref[name]
-    examples = squad_data.read_squad_examples(
+    examples = squad_examples.read_squad_examples(
         data_file(REF + "random/%s/%s" % (run, name)), is_training, v2)
     assert len(examples) == expected["num_examples"]
     rows = [_example_row(e) for e in examples]
@@ -280,10 +282,10 @@ def test_random_files_match_the_original(run, tmp_path):
                                    sha256=expected["features_sha256"]), is_training)
 
   raw = np.load(data_file(REF + "random/%s/raw_results.npz" % run))
-  results = [squad_data.RawResult(int(u), s, e) for u, s, e in
+  results = [squad_predictions.RawResult(int(u), s, e) for u, s, e in
              zip(raw["unique_ids"], raw["start_logits"], raw["end_logits"])]
   names = ["predictions.json", "nbest_predictions.json", "null_odds.json"]
-  squad_data.write_predictions(
+  squad_predictions.write_predictions(
       examples, features, results, settings["n_best_size"], settings["max_answer_length"],
       settings["do_lower_case"], *[str(tmp_path / n) for n in names],
       version_2_with_negative=v2,
@@ -295,10 +297,10 @@ def test_random_files_match_the_original(run, tmp_path):
 
 
 def test_get_final_text_projects_back_or_gives_up():
-  assert squad_data.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
-  assert squad_data.get_final_text("1895", "(1895-1943).", True) == "1895"
+  assert squad_predictions.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
+  assert squad_predictions.get_final_text("1895", "(1895-1943).", True) == "1895"
   # Not found: the whole original text.
-  assert squad_data.get_final_text("zzz", "Steve Smith's", True) == "Steve Smith's"
+  assert squad_predictions.get_final_text("zzz", "Steve Smith's", True) == "Steve Smith's"
 
 
 # --- Bad input ----------------------------------------------------------------
@@ -316,21 +318,21 @@ def _one_question(qa, context="Alpha beta gamma."):
 def test_malformed_json_names_the_file(tmp_path):
   path = _squad_file(tmp_path, '{"data": [')
   with pytest.raises(UserError, match="bad.json.*not a valid SQuAD JSON"):
-    squad_data.read_squad_examples(path, False)
+    squad_examples.read_squad_examples(path, False)
 
 
 def test_missing_field_names_file_and_question(tmp_path):
   path = _squad_file(tmp_path, _one_question({"id": "q-17", "answers": []}))
   with pytest.raises(UserError, match="bad.json.*'q-17'.*\"question\""):
-    squad_data.read_squad_examples(path, False)
+    squad_examples.read_squad_examples(path, False)
   path = _squad_file(tmp_path, _one_question(
       {"id": "q-18", "question": "Which?", "answers": [{"text": "beta"}]}))
   with pytest.raises(UserError, match="bad.json.*'q-18'.*answer_start"):
-    squad_data.read_squad_examples(path, True)
+    squad_examples.read_squad_examples(path, True)
   path = _squad_file(tmp_path, _one_question(
       {"id": "q-19", "question": "Which?", "answers": []}))
   with pytest.raises(UserError, match="bad.json.*'q-19'.*is_impossible"):
-    squad_data.read_squad_examples(path, True, version_2_with_negative=True)
+    squad_examples.read_squad_examples(path, True, version_2_with_negative=True)
 
 
 def test_answer_outside_the_context_names_file_and_question(tmp_path):
@@ -338,9 +340,9 @@ def test_answer_outside_the_context_names_file_and_question(tmp_path):
       {"id": "q-20", "question": "Which?",
        "answers": [{"text": "gamma.", "answer_start": 14}]}))
   with pytest.raises(UserError, match="bad.json.*'q-20'.*outside the context"):
-    squad_data.read_squad_examples(path, True)
+    squad_examples.read_squad_examples(path, True)
   # Prediction ignores the answers, as the original.
-  assert len(squad_data.read_squad_examples(path, False)) == 1
+  assert len(squad_examples.read_squad_examples(path, False)) == 1
 
 
 # --- Evaluation ---------------------------------------------------------------
@@ -354,14 +356,14 @@ def _dataset(questions, version="1.1"):
 
 
 def test_normalisation_and_scores():
-  norm = squad_eval.normalize_answer
+  norm = squad_evaluate.normalize_answer
   assert norm("The  Cat,  sat!") == "cat sat"
   assert norm("an apple and A pear") == "apple and pear"
   assert norm("theatre") == "theatre"  # Articles only as whole words.
-  assert squad_eval.exact_match_score("the Eiffel-Tower.", "eiffeltower")
+  assert squad_evaluate.exact_match_score("the Eiffel-Tower.", "eiffeltower")
   # pred "big red dog" vs gold "red dog barks": 2 common, P=2/3, R=2/3.
-  assert squad_eval.f1_score("big red dog", "the red dog barks") == pytest.approx(2 / 3)
-  assert squad_eval.f1_score("", "dog") == 0.0
+  assert squad_evaluate.f1_score("big red dog", "the red dog barks") == pytest.approx(2 / 3)
+  assert squad_evaluate.f1_score("", "dog") == 0.0
 
 
 def test_v1_evaluate_takes_the_best_gold_answer():
@@ -369,7 +371,7 @@ def test_v1_evaluate_takes_the_best_gold_answer():
                       ("b", ["1990"], False), ("c", ["x y z w"], False)])
   # a: "Broncos" == "the Broncos" after normalisation (EM 1, F1 1);
   # b: wrong (0, 0); c: "x y" vs "x y z w": P=1, R=1/2, F1=2/3, EM 0.
-  result = squad_eval.evaluate(dataset, {"a": "Broncos!", "b": "1991", "c": "x y"})
+  result = squad_evaluate.evaluate(dataset, {"a": "Broncos!", "b": "1991", "c": "x y"})
   assert result["exact"] == pytest.approx(100 / 3)
   assert result["exact_match"] == result["exact"]
   assert result["f1"] == pytest.approx(100 * (1 + 0 + 2 / 3) / 3)
@@ -383,7 +385,7 @@ def test_v2_evaluate_with_best_threshold():
   # Raw: h1 EM1 F1 1; h2 EM0 F1 2/3 (P=1, R=1/2); n1 gold [""] vs "" -> 1/1;
   # n2 gold [""] vs "green" -> 0/0.
   na = {"h1": 0.1, "h2": 0.6, "n1": 0.3, "n2": 0.8}
-  result = squad_eval.evaluate(dataset, preds, na_probs=na, na_prob_thresh=0.5)
+  result = squad_evaluate.evaluate(dataset, preds, na_probs=na, na_prob_thresh=0.5)
   # Threshold 0.5: h2 and n2 are predicted "no answer": h2 -> 0, n2 -> 1.
   # exact = (1 + 0 + 1 + 1) / 4, f1 = (1 + 0 + 1 + 1) / 4.
   assert result["exact"] == pytest.approx(75.0)
@@ -402,7 +404,7 @@ def test_v2_evaluate_with_best_threshold():
   assert result["best_exact_thresh"] == pytest.approx(0.1)
   assert result["best_f1"] == pytest.approx(100 * (11 / 3) / 4)
   assert result["best_f1_thresh"] == pytest.approx(0.6)
-  no_probs = squad_eval.evaluate(dataset, preds)
+  no_probs = squad_evaluate.evaluate(dataset, preds)
   # Without probabilities nothing is thresholded: (1 + 0 + 1 + 0) / 4.
   assert no_probs["exact"] == pytest.approx(50.0)
   assert no_probs["f1"] == pytest.approx(100 * (1 + 2 / 3 + 1) / 4)
@@ -449,9 +451,9 @@ def test_v2_scores_are_the_official_scripts(threshold, expected):
     dataset = json.load(f)
   preds = _mixed_predictions(dataset, _ref("v2.0/predictions.json"))
   odds = _ref("v2.0/null_odds.json")
-  result = squad_eval.evaluate(dataset, preds, na_probs=odds, na_prob_thresh=threshold)
+  result = squad_evaluate.evaluate(dataset, preds, na_probs=odds, na_prob_thresh=threshold)
   assert dict(result) == pytest.approx(expected, rel=1e-12)
-  without_odds = squad_eval.evaluate(dataset, preds)
+  without_odds = squad_evaluate.evaluate(dataset, preds)
   assert "best_f1" not in without_odds
   assert without_odds["f1"] == pytest.approx(OFFICIAL_V2_THRESH_1["f1"], rel=1e-12)
 
@@ -460,7 +462,7 @@ def test_v1_scores_are_the_official_script():
   with open(shared_path("checks/squad/v1.1/input_predict.json")) as f:
     dataset = json.load(f)
   preds = _mixed_predictions(dataset, _ref("v1.1/predictions.json"))
-  result = squad_eval.evaluate(dataset, preds)
+  result = squad_evaluate.evaluate(dataset, preds)
   assert result["exact"] == result["exact_match"] == pytest.approx(
       OFFICIAL_V1["exact_match"], rel=1e-12)
   assert result["f1"] == pytest.approx(OFFICIAL_V1["f1"], rel=1e-12)
@@ -468,23 +470,23 @@ def test_v1_scores_are_the_official_script():
 
 
 def test_has_answers_tells_scorable_files():
-  assert squad_eval.has_answers(_dataset([("a", ["x"], False)]))
-  assert not squad_eval.has_answers(_dataset([("a", [], False)]))
-  assert squad_eval.has_answers(_dataset([("n", [], True)], "v2.0"), True)
+  assert squad_evaluate.has_answers(_dataset([("a", ["x"], False)]))
+  assert not squad_evaluate.has_answers(_dataset([("a", [], False)]))
+  assert squad_evaluate.has_answers(_dataset([("n", [], True)], "v2.0"), True)
 
 
 def test_records_read_back_as_int32_feature_dicts(tokenizer, tmp_path):
-  examples = squad_data.read_squad_examples(data_file(REF + "edge.json"), True)
+  examples = squad_examples.read_squad_examples(data_file(REF + "edge.json"), True)
   path = str(tmp_path / "train.tf_record")
-  with squad_data.FeatureWriter(path, is_training=True) as writer:
+  with squad_features.FeatureWriter(path, is_training=True) as writer:
     features = _features(examples, tokenizer, LENGTHS["edge"], True)
     for f in features:
       writer.process_feature(f)
-  read = list(squad_data.read_features(path, 64, is_training=False).take(3))
+  read = list(squad_features.read_features(path, 64, is_training=False).take(3))
   for f, got in zip(features, read):
     assert int(got["unique_ids"]) == f.unique_id
     assert got["input_ids"].numpy().tolist() == f.input_ids
     assert got["segment_ids"].dtype.name == "int32"
-  training = next(iter(squad_data.read_features(path, 64, is_training=True, seed=1)))
+  training = next(iter(squad_features.read_features(path, 64, is_training=True, seed=1)))
   assert set(training) == {"unique_ids", "input_ids", "input_mask", "segment_ids",
                            "start_positions", "end_positions"}

@@ -1,13 +1,13 @@
-"""SWAG files and features (data_prep/swag_data.py), on files in the published
+"""SWAG files and features (tasks/swag.py), on files in the published
 format written here (the data cannot be downloaded) and hand-made tokens."""
 
 import numpy as np
 import pytest
 
 from conftest import shared_path
-from data_prep import swag_data
+from tasks import swag
 from data_prep import tokenization
-from data_prep.errors import UserError
+from plumbing.errors import UserError
 
 # The published files start with an unnamed index column.
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
@@ -30,7 +30,7 @@ def tokenizer():
 
 
 def test_reads_the_published_columns(tmp_path):
-  examples = swag_data.read_swag_examples(_write(tmp_path / "val.csv", [HEADER] + ROWS), True)
+  examples = swag.read_swag_examples(_write(tmp_path / "val.csv", [HEADER] + ROWS), True)
   assert [e.swag_id for e in examples] == ["5", "17"]
   first = examples[0]
   assert first.context == "The man sits down."
@@ -43,10 +43,10 @@ def test_reads_the_published_columns(tmp_path):
 def test_test_file_has_no_label(tmp_path):
   header = HEADER[:-len(",label")]
   rows = [r[:r.rindex(",")] for r in ROWS]
-  examples = swag_data.read_swag_examples(_write(tmp_path / "test.csv", [header] + rows), False)
+  examples = swag.read_swag_examples(_write(tmp_path / "test.csv", [header] + rows), False)
   assert [e.label for e in examples] == [None, None]
   with pytest.raises(UserError, match=r"test.csv:1: the header has no column label"):
-    swag_data.read_swag_examples(str(tmp_path / "test.csv"), True)
+    swag.read_swag_examples(str(tmp_path / "test.csv"), True)
 
 
 @pytest.mark.parametrize("row,message", [
@@ -56,19 +56,19 @@ def test_test_file_has_no_label(tmp_path):
 ])
 def test_bad_rows_name_file_and_line(tmp_path, row, message):
   with pytest.raises(UserError, match=message):
-    swag_data.read_swag_examples(_write(tmp_path / "bad.csv", [HEADER, row]), True)
+    swag.read_swag_examples(_write(tmp_path / "bad.csv", [HEADER, row]), True)
 
 
 def test_missing_file_names_the_data_dir(tmp_path):
   with pytest.raises(UserError, match="train.csv: no such file. Check --data_dir"):
-    swag_data.examples_of(str(tmp_path), "train")
+    swag.examples_of(str(tmp_path), "train")
 
 
 def test_four_sequences_by_hand(tmp_path, tokenizer):
-  example = swag_data.read_swag_examples(
+  example = swag.read_swag_examples(
       _write(tmp_path / "val.csv", [HEADER] + ROWS), True)[0]
   vocab = tokenization.load_vocab(shared_path("vocab/bert_uncased_vocab.txt"))
-  ids, masks, segments = swag_data.choice_features(example, tokenizer, 16)
+  ids, masks, segments = swag.choice_features(example, tokenizer, 16)
   context = ["[CLS]", "the", "man", "sits", "down", ".", "[SEP]"]
   expected = [context + ["he", "smiles", ".", "[SEP]"],
               context + ["he", "flies", "away", ",", "fast", ".", "[SEP]"],
@@ -80,21 +80,21 @@ def test_four_sequences_by_hand(tmp_path, tokenizer):
     assert segments[i] == [0] * 7 + [1] * (len(tokens) - 7) + [0] * (16 - len(tokens))
   # Sequence 10 leaves 7 pieces for the pair (5 + 6): one at a time from the
   # end of the longer, B on ties: B, B, A, B.
-  ids, _, segments = swag_data.choice_features(example, tokenizer, 10)
+  ids, _, segments = swag.choice_features(example, tokenizer, 10)
   assert ids[1] == [vocab[t] for t in ["[CLS]", "the", "man", "sits", "down", "[SEP]",
                                        "he", "flies", "away", "[SEP]"]]
   assert segments[1] == [0] * 6 + [1] * 4
 
 
 def test_records_round_trip(tmp_path, tokenizer):
-  examples = swag_data.read_swag_examples(
+  examples = swag.read_swag_examples(
       _write(tmp_path / "train.csv", [HEADER] + ROWS), True)
   path = str(tmp_path / "train.tf_record")
-  swag_data.write_records(examples, tokenizer, 12, path)
-  records = list(swag_data.read_records(path, 12).as_numpy_iterator())
+  swag.write_records(examples, tokenizer, 12, path)
+  records = list(swag.read_records(path, 12).as_numpy_iterator())
   assert len(records) == 2
   for record, example in zip(records, examples):
-    ids, masks, segments = swag_data.choice_features(example, tokenizer, 12)
+    ids, masks, segments = swag.choice_features(example, tokenizer, 12)
     assert record["input_ids"].shape == (4, 12)
     np.testing.assert_array_equal(record["input_ids"], ids)
     np.testing.assert_array_equal(record["input_mask"], masks)

@@ -5,8 +5,8 @@ import os
 import pytest
 import tensorflow as tf
 
-from data_prep import demo_corpus
-from data_prep import text_io
+from demo import corpus as demo_corpus
+from plumbing import text_io
 
 TRICKY = (b"plain line\n"
           b"windows line\r\n"
@@ -74,4 +74,4 @@ def test_demo_corpus_format(tmp_path):
   assert len(documents) == 3
   assert documents[0].startswith("In the beginning God created the heaven and the earth.\n")
   assert all(line.strip() for doc in documents for line in doc.strip("\n").split("\n"))
-  assert not os.path.exists(path + ".tmp")
+  assert os.listdir(str(tmp_path)) == ["kjv.txt"]  # No temporary file left.

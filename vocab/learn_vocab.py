@@ -36,10 +36,11 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from data_prep import cli
-from data_prep import text_io
 from data_prep import tokenization
-from data_prep.errors import UserError
+from plumbing import cli
+from plumbing import files
+from plumbing import text_io
+from plumbing.errors import UserError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Text file(s): comma-separated globs.")
@@ -99,7 +100,7 @@ def count_words(input_files, do_lower_case):
   raw_counts = collections.Counter()
   for path in input_files:
     raw_counts.update(dict(_file_word_counts(path, do_lower_case)))
-  size = sum(text_io.file_size(p) for p in input_files)
+  size = sum(files.file_size(p) for p in input_files)
   counts = collections.Counter()
   for word_count in raw_counts.items():
     for token, count in _split_counts(word_count, do_lower_case):
@@ -113,7 +114,7 @@ def count_words_beam(input_files, do_lower_case, pipeline_args):
   the counts summed per word by the runner; the same Counter."""
   import apache_beam as beam
   import tensorflow as tf
-  from data_prep import beam_options
+  from plumbing import beam_options
   options = beam_options.local_by_default(pipeline_args)
   # The counts go where every worker and this process can reach: the
   # pipeline's temp_location (e.g. gs://) if given, else a local directory.
@@ -194,11 +195,7 @@ def learn_sentencepiece(counts, vocab_size, reserved, model_prefix):
 
 
 def write_vocab(tokens, output_file):
-  tmp = output_file + ".tmp-%d" % os.getpid()
-  with open(tmp, "w", encoding="utf-8") as f:
-    for token in tokens:
-      f.write(token + "\n")
-  os.replace(tmp, output_file)
+  files.write_text(output_file, "".join(token + "\n" for token in tokens))
 
 
 def main(argv):

@@ -1,0 +1,65 @@
+"""Command-line entry points: a user's mistake is one line, not a traceback.
+
+Every script of the project starts through `cli.run(main)`. Errors that
+describe bad input (a missing file, a malformed line, a flag out of range, a
+checkpoint that does not fit the config) are printed as one line naming what
+is wrong and what to do, and the process exits with status 1. Anything else
+is a bug and keeps its traceback; `--traceback` shows it for user errors too.
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+
+from plumbing.errors import UserError
+
+flags.DEFINE_bool("traceback", False,
+                  "Show the Python traceback of input errors too (for debugging).")
+
+EXIT_USER_ERROR = 1
+
+
+def _user_error_types():
+  """The exception types that mean bad input rather than a bug."""
+  types = [UserError, FileNotFoundError, IsADirectoryError, PermissionError,
+           UnicodeDecodeError]
+  tf = sys.modules.get("tensorflow")
+  if tf is not None:  # Only if the script uses TensorFlow anyway.
+    types += [tf.errors.NotFoundError, tf.errors.PermissionDeniedError]
+  return tuple(types)
+
+
+def _one_line(error):
+  text = str(error).strip() or type(error).__name__
+  # TensorFlow's messages can carry a trailing op trace; the first paragraph
+  # says what went wrong.
+  return " ".join(text.split("\n\n")[0].split())
+
+
+def parse_known_flags(argv):
+  """A flags parser for `run` that leaves the flags it does not know in the
+  arguments given to main (e.g. Apache Beam's pipeline options)."""
+  try:
+    return flags.FLAGS(argv, known_only=True)
+  except flags.Error as error:
+    sys.stderr.write("%s: error: %s\n" % (argv[0].rsplit("/", 1)[-1], error))
+    sys.exit(EXIT_USER_ERROR)
+
+
+def run(main, flags_parser=None):
+  """absl's app.run(main), with input errors reported as one line."""
+  def guarded_main(argv):
+    try:
+      return main(argv)
+    except _user_error_types() as error:
+      if flags.FLAGS.traceback:
+        raise
+      program = sys.argv[0].rsplit("/", 1)[-1]
+      sys.stderr.write("%s: error: %s\n" % (program, _one_line(error)))
+      sys.stderr.flush()
+      sys.exit(EXIT_USER_ERROR)
+  if flags_parser is None:
+    app.run(guarded_main)
+  else:
+    app.run(guarded_main, flags_parser=flags_parser)

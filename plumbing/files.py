@@ -1,0 +1,144 @@
+"""Output files that are whole or absent: the project's one way of writing them.
+
+A job can die at any moment (an error, a kill, a full disk). Whatever it was
+writing goes to a temporary name beside the final one, `<path>.tmp-<pid>`,
+and is renamed into place only when complete; on an error the temporary file
+is removed. So a reader never finds half a file under a final name, and a
+re-run never mistakes one for finished work. Paths with a scheme (gs://,
+hdfs://) go through tf.io.gfile, imported only for them.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+
+
+def is_remote(path):
+  return "://" in path
+
+
+def _gfile():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
+
+
+def exists(path):
+  return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def makedirs(path):
+  if is_remote(path):
+    _gfile().makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
+def file_size(path):
+  return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+
+
+def remove(path):
+  """Removes a file if it is there."""
+  if is_remote(path):
+    if _gfile().exists(path):
+      _gfile().remove(path)
+  elif os.path.exists(path):
+    os.remove(path)
+
+
+class AtomicFile(object):
+  """A file written under a temporary name: `commit()` renames it to `path`,
+  `abort()` removes it. `file` is the open file object."""
+
+  def __init__(self, path, mode="w"):
+    self.path = path
+    self.temporary = "%s.tmp-%d" % (path, os.getpid())
+    if is_remote(path):
+      self.file = _gfile().GFile(self.temporary, mode)
+    elif "b" in mode:
+      self.file = open(self.temporary, mode)
+    else:
+      self.file = open(self.temporary, mode, encoding="utf-8")
+
+  def commit(self):
+    self.file.close()
+    if is_remote(self.path):
+      _gfile().rename(self.temporary, self.path, overwrite=True)
+    else:
+      os.replace(self.temporary, self.path)
+
+  def abort(self):
+    self.file.close()
+    remove(self.temporary)
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="w"):
+  """`with atomic_output(path) as f:` writes `path` whole, or not at all."""
+  output = AtomicFile(path, mode)
+  try:
+    yield output.file
+  except BaseException:
+    output.abort()
+    raise
+  output.commit()
+
+
+@contextlib.contextmanager
+def atomic_outputs(paths, mode="w"):
+  """Several AtomicFiles, all committed if the block succeeds, all removed if
+  it raises."""
+  outputs = [AtomicFile(p, mode) for p in paths]
+  try:
+    yield outputs
+  except BaseException:
+    for output in outputs:
+      output.abort()
+    raise
+  for output in outputs:
+    output.commit()
+
+
+@contextlib.contextmanager
+def atomic_directory(path):
+  """`with atomic_directory(path) as temporary:` fill the directory
+  `temporary`; when the block succeeds it replaces `path` (an existing one
+  is removed first), when it raises it is removed."""
+  temporary = "%s.tmp-%d" % (path.rstrip("/"), os.getpid())
+  remove_tree(temporary)
+  try:
+    yield temporary
+  except BaseException:
+    remove_tree(temporary)
+    raise
+  remove_tree(path)
+  if is_remote(path):
+    _gfile().rename(temporary, path)
+  else:
+    os.replace(temporary, path)
+
+
+def remove_tree(path):
+  """Removes a directory and everything in it, if it is there."""
+  if is_remote(path):
+    if _gfile().exists(path):
+      _gfile().rmtree(path)
+  elif os.path.isdir(path):
+    shutil.rmtree(path)
+
+
+def write_text(path, text):
+  with atomic_output(path) as f:
+    f.write(text)
+
+
+def write_json(path, obj, indent=2):
+  """`json.dumps(obj, indent=indent)` and a newline."""
+  write_text(path, json.dumps(obj, indent=indent) + "\n")
+
+
+def write_eval_results(path, results):
+  """`key = value` lines in sorted key order: the original's eval_results.txt."""
+  write_text(path, "".join("%s = %s\n" % (key, str(results[key]))
+                           for key in sorted(results)))

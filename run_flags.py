@@ -1,0 +1,181 @@
+"""The flags the run_*.py scripts share, defined once, and the plain values
+and objects they become.
+
+Importing this module defines the original's TPU flags (`use_tpu`,
+`tpu_name`, `tpu_zone`, `gcp_project`, `master`, `num_tpu_cores`, with the
+original's defaults) and our additions: the distribution strategy, GPUs,
+XLA, mixed precision, gradient accumulation, the optimizer and the seed.
+Each script defines its own task flags, as the original scripts did. The
+functions below take the parsed flags (`FLAGS`) as their first argument and
+hand the library plain values: a strategy, a config, a tokenizer,
+`modeling.training.TrainingSettings`.
+"""
+
+from absl import flags
+from absl import logging
+import keras
+import tensorflow as tf
+
+from data_prep import tokenization
+from modeling import config as config_lib
+from modeling import training
+from plumbing.errors import UserError
+
+flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
+flags.DEFINE_string("tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
+flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
+flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
+flags.DEFINE_integer("num_tpu_cores", 8,
+                     "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+
+flags.DEFINE_enum("distribution_strategy", None,
+                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                  "Default: tpu with --use_tpu, mirrored with several GPUs, "
+                  "else one_device.")
+flags.DEFINE_integer("num_gpus", 0, "GPUs to use (0 = all visible).")
+flags.DEFINE_bool("use_xla", False, "Compile the training step with XLA.")
+flags.DEFINE_enum("mixed_precision", None, ["mixed_bfloat16", "mixed_float16"],
+                  "Compute in 16 bits, keep float32 weights (float16 uses "
+                  "dynamic loss scaling).")
+flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                     "Split each batch into this many micro-batches (same update, "
+                     "less memory).")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw is the original's.")
+flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input shuffling.")
+flags.DEFINE_integer("num_cpu_devices", 1,
+                     "Split the CPU into this many logical devices (to run "
+                     "--distribution_strategy=mirrored on a CPU-only machine).")
+
+
+def define_training_flags():
+  """The original flags every run_*.py shares, with the original's names,
+  help and defaults; each script adds its own."""
+  flags.DEFINE_string("bert_config_file", None,
+                      "The config json file corresponding to the pre-trained BERT model. "
+                      "This specifies the model architecture.")
+  flags.DEFINE_string("output_dir", None,
+                      "The output directory where the model checkpoints will be written.")
+  flags.DEFINE_string("init_checkpoint", None,
+                      "Initial checkpoint (usually from a pre-trained BERT model).")
+  flags.DEFINE_bool("do_train", False, "Whether to run training.")
+  flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+  flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+  flags.DEFINE_integer("save_checkpoints_steps", 1000,
+                       "How often to save the model checkpoint.")
+  flags.DEFINE_integer("iterations_per_loop", 1000,
+                       "How many steps to make in each estimator call.")
+  # Addition: the original's Estimator kept its default of 5.
+  flags.DEFINE_integer("keep_checkpoint_max", 5,
+                       "How many of the latest checkpoints to keep (0: all, e.g. "
+                       "to fine-tune from several points of one pre-training run).",
+                       lower_bound=0)
+
+
+def define_tokenizer_flags():
+  """The original's `vocab_file` and `do_lower_case`."""
+  flags.DEFINE_string("vocab_file", None,
+                      "The vocabulary file that the BERT model was trained on.")
+  flags.DEFINE_bool("do_lower_case", True,
+                    "Whether to lower case the input text. Should be True for uncased "
+                    "models and False for cased models.")
+
+
+def define_fine_tuning_flags():
+  """define_training_flags, plus the original flags that run_classifier.py
+  and run_squad.py also share."""
+  define_training_flags()
+  define_tokenizer_flags()
+  flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+  flags.DEFINE_float("warmup_proportion", 0.1,
+                     "Proportion of training to perform linear learning rate warmup for. "
+                     "E.g., 0.1 = 10% of training.")
+  # Addition.
+  flags.DEFINE_string("export_dir", None,
+                      "Write a SavedModel for TF Serving here (raw text in, the task's "
+                      "answer out; see serving/) at the end of the run.")
+
+
+def define_eval_and_predict_flags():
+  """The original run_classifier.py's `do_eval`, `do_predict` and their batch
+  sizes, which run_swag.py shares."""
+  flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+  flags.DEFINE_bool("do_predict", False,
+                    "Whether to run the model in inference mode on the test set.")
+  flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+  flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+
+
+def create_strategy(flag_values):
+  """The strategy the flags ask for, with the seed and precision policy set.
+
+  Call before TensorFlow runs anything: multi-worker collectives and logical
+  devices must be set up first.
+  """
+  training.split_cpu(flag_values.num_cpu_devices)
+  strategy = training.create_strategy(
+      flag_values.distribution_strategy, flag_values.num_gpus, flag_values.use_tpu,
+      flag_values.tpu_name, flag_values.tpu_zone, flag_values.gcp_project,
+      flag_values.master)
+  logging.info("Strategy %s with %d replicas.", type(strategy).__name__,
+               strategy.num_replicas_in_sync)
+  keras.utils.set_random_seed(flag_values.seed)
+  if flag_values.mixed_precision:
+    keras.mixed_precision.set_global_policy(flag_values.mixed_precision)
+  return strategy
+
+
+def load_config(flag_values):
+  """The --bert_config_file, checked against --max_seq_length."""
+  config = config_lib.BertConfig.from_json_file(flag_values.bert_config_file)
+  if flag_values.max_seq_length > config.max_position_embeddings:
+    raise UserError(
+        "Cannot use sequence length %d because the BERT model was only trained up "
+        "to sequence length %d (--max_seq_length, %s)." %
+        (flag_values.max_seq_length, config.max_position_embeddings,
+         flag_values.bert_config_file))
+  return config
+
+
+def check_batch_size(flag_values, flag_name, strategy):
+  """A batch-size flag's value, which must split evenly over the replicas."""
+  value = getattr(flag_values, flag_name)
+  if value % strategy.num_replicas_in_sync:
+    raise UserError("--%s=%d must be divisible by the %d replicas." %
+                    (flag_name, value, strategy.num_replicas_in_sync))
+  return value
+
+
+def set_up_fine_tuning(flag_values):
+  """What the fine-tuning scripts start with, after checking their own flags:
+  --do_lower_case checked against a released checkpoint's name, then
+  (strategy, config, tokenizer), and --output_dir created."""
+  tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
+                                                flag_values.init_checkpoint)
+  strategy = create_strategy(flag_values)  # First: before TensorFlow runs anything.
+  config = load_config(flag_values)
+  tokenizer = tokenization.FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
+  tf.io.gfile.makedirs(flag_values.output_dir)
+  return strategy, config, tokenizer
+
+
+def training_settings(flag_values, num_train_steps=None, num_warmup_steps=None,
+                      num_examples=None):
+  """The training flags as TrainingSettings. Fine-tuning passes
+  `num_examples` (steps come from --num_train_epochs and
+  --warmup_proportion); pre-training passes the step counts."""
+  if num_examples is not None:
+    num_train_steps, num_warmup_steps = training.fine_tuning_steps(
+        num_examples, flag_values.train_batch_size, flag_values.num_train_epochs,
+        flag_values.warmup_proportion)
+    logging.info("  Num examples = %d", num_examples)
+  return training.TrainingSettings(
+      output_dir=flag_values.output_dir, num_train_steps=num_train_steps,
+      num_warmup_steps=num_warmup_steps, train_batch_size=flag_values.train_batch_size,
+      learning_rate=flag_values.learning_rate, init_checkpoint=flag_values.init_checkpoint,
+      optimizer=flag_values.optimizer, mixed_precision=flag_values.mixed_precision,
+      save_checkpoints_steps=flag_values.save_checkpoints_steps,
+      iterations_per_loop=flag_values.iterations_per_loop,
+      keep_checkpoint_max=flag_values.keep_checkpoint_max,
+      gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
+      use_xla=flag_values.use_xla)

@@ -1,0 +1,82 @@
+"""A fine-tuned classifier as a SavedModel for TF Serving.
+
+    export_classifier(model, "export/1", vocab_file, do_lower_case=True,
+                      max_seq_length=128, label_list=["0", "1"])
+
+Signatures:
+  * `serving_default`: raw text in (`text_a`, and `text_b` for sentence-pair
+    tasks; an empty `text_b` means a single sentence), `probabilities` and
+    `label` out (`score` for regression). Tokenization, truncation and
+    packing run inside the graph and give exactly the original's features.
+  * `serve_features`: `input_ids`, `input_mask`, `segment_ids` in, the same
+    outputs.
+  * `tokenize`: the text inputs in, the three feature tensors
+    [batch, max_seq_length] int32 out.
+"""
+
+import tensorflow as tf
+
+from serving import export
+from serving import packing
+
+
+class ClassifierServer(tf.Module):
+  """What the SavedModel holds: the model, the tokenizer and the labels."""
+
+  def __init__(self, model, tokenizer, max_seq_length, label_list, is_regression=False):
+    super().__init__(name="classifier_server")
+    self.model = model
+    self.tokenizer = tokenizer
+    self.max_seq_length = max_seq_length
+    self.is_regression = is_regression
+    self.labels = tf.constant([str(l) for l in label_list])
+
+  def features(self, text_a, text_b=None):
+    ids_a = self.tokenizer.tokenize_to_ids(text_a)
+    ids_b = None if text_b is None else self.tokenizer.tokenize_to_ids(text_b)
+    return packing.pack_pair(ids_a, ids_b, self.max_seq_length,
+                                    self.tokenizer.cls_id, self.tokenizer.sep_id)
+
+  def outputs(self, features):
+    logits = self.model(features, training=False)["logits"]
+    logits = tf.cast(logits, tf.float32)
+    if self.is_regression:
+      return {"score": tf.reshape(logits, [-1])}
+    probabilities = tf.nn.softmax(logits, axis=-1)
+    return {"probabilities": probabilities,
+            "label": tf.gather(self.labels, tf.argmax(probabilities, axis=-1))}
+
+
+def classifier_signatures(server, sentence_pair=True):
+  """The three concrete functions, traced with plain (non-XLA) ops."""
+  if sentence_pair:
+    @tf.function(input_signature=[export.text_spec("text_a"), export.text_spec("text_b")])
+    def tokenize(text_a, text_b):
+      return server.features(text_a, text_b)
+
+    @tf.function(input_signature=[export.text_spec("text_a"), export.text_spec("text_b")])
+    def serve_text(text_a, text_b):
+      return server.outputs(server.features(text_a, text_b))
+  else:
+    @tf.function(input_signature=[export.text_spec("text_a")])
+    def tokenize(text_a):
+      return server.features(text_a)
+
+    @tf.function(input_signature=[export.text_spec("text_a")])
+    def serve_text(text_a):
+      return server.outputs(server.features(text_a))
+
+  return export.concrete_functions({
+      "serving_default": serve_text,
+      "serve_features": export.features_function(server.outputs),
+      "tokenize": tokenize,
+  })
+
+
+def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                      label_list, is_regression=False, sentence_pair=True):
+  """Writes the classifier's SavedModel (see the module docstring); returns
+  export_dir."""
+  server = ClassifierServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
+                            max_seq_length, label_list, is_regression)
+  return export.save(server, export_dir, classifier_signatures(server, sentence_pair))

@@ -1,0 +1,75 @@
+"""What every export shares: the feature inputs, tracing with plain ops,
+writing the SavedModel whole, and the check that TF Serving can run it.
+
+Each task's SavedModel is made by its own module (serving/classifier.py,
+serving/multiple_choice.py, serving/squad.py), with its signatures listed in
+that module's docstring. Models are traced with plain TensorFlow ops (no XLA
+kernels: stock `tensorflow_model_server` runs XLA-compiled functions only
+behind an experimental flag); only tensorflow-text's ops are needed besides
+TensorFlow's own.
+"""
+
+import tensorflow as tf
+
+from modeling import fused
+from plumbing import files
+from serving import tokenizer as tokenizer_lib
+
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def text_spec(name):
+  return tf.TensorSpec([None], tf.string, name=name)
+
+
+def feature_specs(rank=2):
+  """input_ids, input_mask, segment_ids: int32 of `rank` dimensions."""
+  return [tf.TensorSpec([None] * rank, tf.int32, name=n) for n in FEATURE_NAMES]
+
+
+def features_function(outputs_fn, rank=2):
+  """The `serve_features` signature's function: the three feature tensors in,
+  outputs_fn({name: tensor}) out."""
+  @tf.function(input_signature=feature_specs(rank))
+  def serve_features(input_ids, input_mask, segment_ids):
+    return outputs_fn({"input_ids": input_ids, "input_mask": input_mask,
+                       "segment_ids": segment_ids})
+  return serve_features
+
+
+def graph_tokenizer(vocab_file, do_lower_case):
+  return tokenizer_lib.GraphTokenizer(vocab_file, do_lower_case=do_lower_case)
+
+
+def concrete_functions(functions):
+  """{signature name: tf.function} traced with the plain-op path of the fused
+  kernels, as concrete functions for tf.saved_model.save."""
+  with fused.plain_ops():
+    return {name: function.get_concrete_function() for name, function in functions.items()}
+
+
+def save(server, export_dir, signatures):
+  """Writes the SavedModel whole or not at all (plumbing.files); returns export_dir."""
+  with files.atomic_directory(export_dir) as temporary:
+    tf.saved_model.save(server, temporary, signatures=signatures)
+  return export_dir
+
+
+def xla_functions(export_dir):
+  """Names of the functions in a SavedModel that must be XLA-compiled (none
+  should be: stock TF Serving would refuse them)."""
+  from tensorflow.core.protobuf import saved_model_pb2
+  proto = saved_model_pb2.SavedModel()
+  with tf.io.gfile.GFile(export_dir.rstrip("/") + "/saved_model.pb", "rb") as f:
+    proto.ParseFromString(f.read())
+  names = []
+  for meta_graph in proto.meta_graphs:
+    library = meta_graph.graph_def.library
+    for function in library.function:
+      attrs = dict(function.attr)
+      if attrs.get("_XlaMustCompile") and attrs["_XlaMustCompile"].b:
+        names.append(function.signature.name)
+      for node in function.node_def:
+        if node.attr.get("_XlaMustCompile") and node.attr["_XlaMustCompile"].b:
+          names.append("%s/%s" % (function.signature.name, node.name))
+  return names

@@ -1,0 +1,208 @@
+"""Sentence(-pair) classification: examples, the original's features, their records.
+
+`InputExample`, `PaddingInputExample`, `InputFeatures`,
+`convert_single_example` ([CLS] A [SEP] B [SEP], longest-first truncation,
+zero padding) and `file_based_convert_examples_to_features` keep the
+original `run_classifier.py`'s names and behaviour; the records hold what the
+original wrote. `pack_tokens` is the packing SWAG and extract_features share.
+"""
+
+from absl import logging
+
+from data_prep import tokenization
+from plumbing import examples as examples_lib
+from plumbing import tfrecord
+from plumbing.errors import UserError
+
+_RECORD_BATCH = 4096
+
+
+class InputExample(object):
+  """One example: its id, one or two texts and (except for test) its label.
+
+  `source` ("file:line") is where it was read, for error messages; `index`
+  is its id in a GLUE test file, for the submission file.
+  """
+
+  def __init__(self, guid, text_a, text_b=None, label=None, source=None, index=None):
+    self.guid = guid
+    self.text_a = text_a
+    self.text_b = text_b
+    self.label = label
+    self.source = source
+    self.index = index
+
+
+class PaddingInputExample(object):
+  """A stand-in that fills the last batch to full size; never counted.
+
+  Fixed-size batches are what TPUs (and compiled steps) need; padding
+  examples get `is_real_example=0` and are dropped from every metric and
+  output.
+  """
+
+
+class InputFeatures(object):
+  """The model inputs of one example."""
+
+  def __init__(self, input_ids, input_mask, segment_ids, label_id, is_real_example=True):
+    self.input_ids = input_ids
+    self.input_mask = input_mask
+    self.segment_ids = segment_ids
+    self.label_id = label_id
+    self.is_real_example = is_real_example
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+  """Shortens the pair in place to at most `max_length` tokens in total,
+  one token at a time from the end of the longer one (B on ties): a short
+  text keeps all its tokens, which carry more per token."""
+  while len(tokens_a) + len(tokens_b) > max_length:
+    if len(tokens_a) > len(tokens_b):
+      tokens_a.pop()
+    else:
+      tokens_b.pop()
+
+
+_truncate_seq_pair = truncate_seq_pair
+
+
+def label_map_of(label_list):
+  return {label: i for i, label in enumerate(label_list)}
+
+
+def label_ids_of(examples, label_list, is_regression):
+  """Each example's label id (its score, for regression)."""
+  if is_regression:
+    return [float(e.label) for e in examples]
+  label_map = label_map_of(label_list)
+  return [_label_id(e, label_map, False) for e in examples]
+
+
+def _label_id(example, label_map, is_regression):
+  if is_regression:
+    return float(example.label)
+  try:
+    return label_map[example.label]
+  except KeyError:
+    raise UserError("%s: unknown label %r; the task's labels are %s." % (
+        example.source or example.guid, example.label,
+        ", ".join(repr(k) for k in label_map))) from None
+
+
+def pack_tokens(tokenizer, text_a, text_b, max_seq_length):
+  """(tokens, segment_ids) of [CLS] A [SEP] (B [SEP]), unpadded: the pair
+  truncated longest-first, or A alone cut to fit when B is empty or has no
+  tokens."""
+  tokens_a = tokenizer.tokenize(text_a)
+  tokens_b = tokenizer.tokenize(text_b) if text_b else None
+  if tokens_b:
+    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+  else:
+    tokens_a = tokens_a[:max_seq_length - 2]
+  tokens = [tokenization.CLS_TOKEN] + tokens_a + [tokenization.SEP_TOKEN]
+  segment_ids = [0] * len(tokens)
+  if tokens_b:
+    tokens += tokens_b + [tokenization.SEP_TOKEN]
+    segment_ids += [1] * (len(tokens_b) + 1)
+  return tokens, segment_ids
+
+
+def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):
+  """Packs an example as [CLS] A [SEP] (B [SEP]), zero-padded to max_seq_length.
+
+  Segment ids are 0 up to the first [SEP] and 1 for B and its [SEP].
+  A regression task (label_list [None]) keeps its float label.
+  """
+  is_regression = label_list == [None]
+  if isinstance(example, PaddingInputExample):
+    return InputFeatures(input_ids=[0] * max_seq_length, input_mask=[0] * max_seq_length,
+                         segment_ids=[0] * max_seq_length,
+                         label_id=0.0 if is_regression else 0, is_real_example=False)
+  label_id = _label_id(example, label_map_of(label_list), is_regression)
+  tokens, segment_ids = pack_tokens(tokenizer, example.text_a, example.text_b,
+                                    max_seq_length)
+  input_ids = tokenizer.convert_tokens_to_ids(tokens)
+  input_mask = [1] * len(input_ids)
+  padding = max_seq_length - len(input_ids)
+  input_ids += [0] * padding
+  input_mask += [0] * padding
+  segment_ids += [0] * padding
+
+  if ex_index < 5:
+    logging.info("*** Example ***")
+    logging.info("guid: %s", example.guid)
+    logging.info("tokens: %s", " ".join(tokens))
+    logging.info("input_ids: %s", " ".join(str(x) for x in input_ids))
+    logging.info("input_mask: %s", " ".join(str(x) for x in input_mask))
+    logging.info("segment_ids: %s", " ".join(str(x) for x in segment_ids))
+    logging.info("label: %s (id = %s)", example.label, label_id)
+  return InputFeatures(input_ids=input_ids, input_mask=input_mask,
+                       segment_ids=segment_ids, label_id=label_id, is_real_example=True)
+
+
+def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer):
+  return [convert_single_example(i, e, label_list, max_seq_length, tokenizer)
+          for i, e in enumerate(examples)]
+
+
+def pad_to_batch_multiple(examples, batch_size):
+  """`examples` followed by PaddingInputExamples up to a multiple of batch_size."""
+  padding = -len(examples) % batch_size
+  return list(examples) + [PaddingInputExample() for _ in range(padding)]
+
+
+# ---------------------------------------------------------------------------
+# Records.
+
+def example_spec(seq_length, is_regression=False):
+  """The records' features, as the original wrote them."""
+  return examples_lib.ExampleSpec([
+      ("input_ids", "int64", [seq_length]), ("input_mask", "int64", [seq_length]),
+      ("segment_ids", "int64", [seq_length]),
+      ("label_ids", "float32" if is_regression else "int64", []),
+      ("is_real_example", "int64", [])])
+
+
+def name_to_features(seq_length, is_regression=False):
+  return example_spec(seq_length, is_regression).parsing_spec()
+
+
+def _feature_row(feature):
+  return {"input_ids": feature.input_ids, "input_mask": feature.input_mask,
+          "segment_ids": feature.segment_ids, "label_ids": feature.label_id,
+          "is_real_example": int(feature.is_real_example)}
+
+
+def file_based_convert_examples_to_features(examples, label_list, max_seq_length,
+                                            tokenizer, output_file):
+  """Writes one record per example to `output_file` (atomically: a failure
+  leaves no file behind)."""
+  spec = example_spec(max_seq_length, label_list == [None])
+  with tfrecord.atomic_writers([output_file]) as (writer,):
+    rows = []
+    for ex_index, example in enumerate(examples):
+      if ex_index % 10000 == 0:
+        logging.info("Writing example %d of %d", ex_index, len(examples))
+      rows.append(_feature_row(convert_single_example(
+          ex_index, example, label_list, max_seq_length, tokenizer)))
+      if len(rows) == _RECORD_BATCH or ex_index == len(examples) - 1:
+        writer.write_batch(*spec.encode_batch(*spec.columns_of(rows)))
+        rows = []
+
+
+def read_records(input_file, seq_length, is_regression=False, is_training=False, seed=0,
+                 input_context=None):
+  """Feature dicts (int32 ids) of a file the writer above made; training reads
+  them repeated and shuffled (plumbing.examples.read_records)."""
+  return examples_lib.read_records(input_file, example_spec(seq_length, is_regression),
+                                   is_training=is_training, seed=seed,
+                                   input_context=input_context)
+
+
+def file_based_dataset(input_file, seq_length, batch_size, is_training,
+                       drop_remainder, is_regression=False, seed=0, input_context=None):
+  """Batches of `read_records`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  d = read_records(input_file, seq_length, is_regression, is_training, seed, input_context)
+  return d.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,118 @@
+"""The layout's promises (README, Layout), read from the code's own imports.
+
+Data flows one way: plumbing <- data_prep <- tasks, modeling <- serving <-
+the scripts. A change that makes modeling import a task, or plumbing import
+anything of ours, or a folder grow into a drawer, fails here.
+"""
+
+import ast
+import os
+
+from conftest import REPO_ROOT
+
+PACKAGES = ("plumbing", "data_prep", "tasks", "modeling", "serving", "vocab", "demo")
+# What each package may import of ours (besides itself).
+ALLOWED = {
+    "plumbing": set(),
+    "data_prep": {"plumbing"},
+    "vocab": {"plumbing", "data_prep"},
+    "tasks": {"plumbing", "data_prep"},
+    "modeling": {"plumbing"},
+    "serving": {"plumbing", "data_prep", "modeling"},
+    "demo": {"plumbing", "data_prep", "tasks"},
+}
+OURS = set(PACKAGES) | {"run_flags"}
+
+
+def _library_files():
+  """Every .py file of the library (not tests/, bench/), relative to the repo."""
+  paths = []
+  for directory, subdirectories, names in os.walk(REPO_ROOT):
+    subdirectories[:] = [d for d in subdirectories
+                         if not d.startswith(".") and d not in ("tests", "bench", "__pycache__")
+                         and not d.endswith("_output")]
+    paths += [os.path.relpath(os.path.join(directory, n), REPO_ROOT)
+              for n in names if n.endswith(".py")]
+  return sorted(paths)
+
+
+def _module_name(path):
+  name = path[:-3].replace(os.sep, ".")
+  return name[:-len(".__init__")] if name.endswith(".__init__") else name
+
+
+def _imports(path):
+  """Our modules `path` imports, anywhere in the file (functions included)."""
+  with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  modules = {_module_name(p) for p in _library_files()}
+  found = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      found.update(alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      for alias in node.names:  # `from package import module`, or of a name in it.
+        submodule = node.module + "." + alias.name
+        found.add(submodule if submodule in modules else node.module)
+  own_packages = {_module_name(path).rsplit(".", k)[0] for k in range(1, 4)}
+  return {name for name in found if name in modules and name.split(".")[0] in OURS
+          and name not in own_packages}
+
+
+def _graph():
+  return {_module_name(p): _imports(p) for p in _library_files()}
+
+
+def test_packages_import_only_what_the_flow_allows():
+  wrong = []
+  for module, imported in _graph().items():
+    package = module.split(".")[0]
+    if package not in ALLOWED:
+      continue  # The scripts: they wire everything.
+    for name in imported:
+      other = name.split(".")[0]
+      if other != package and other not in ALLOWED[package]:
+        wrong.append("%s imports %s" % (module, name))
+  assert not wrong, wrong
+
+
+def test_no_import_cycles():
+  graph = _graph()
+  state = {}
+
+  def visit(module, path):
+    state[module] = "open"
+    for name in sorted(graph.get(module, ())):
+      if state.get(name) == "open":
+        raise AssertionError("cycle: " + " -> ".join(path + [module, name]))
+      if name not in state:
+        visit(name, path + [module])
+    state[module] = "done"
+  for module in sorted(graph):
+    if module not in state:
+      visit(module, [])
+
+
+def _lines(path):
+  with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+    return sum(1 for _ in f)
+
+
+def test_no_folder_is_a_drawer():
+  files = _library_files()
+  total = sum(_lines(p) for p in files)
+  for package in PACKAGES:
+    inside = [p for p in files if p.startswith(package + os.sep)]
+    assert sum(_lines(p) for p in inside) <= total / 3, package
+  for folder in {os.path.dirname(p) for p in files}:
+    modules = [p for p in files if os.path.dirname(p) == folder
+               and not p.endswith("__init__.py")]
+    assert len(modules) <= 12, (folder, len(modules))
+
+
+def test_every_package_says_what_belongs_in_it():
+  for path in _library_files():
+    if path.endswith("__init__.py"):
+      with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+        docstring = ast.get_docstring(ast.parse(f.read()))
+      assert docstring and len(docstring.split()) >= 8, path

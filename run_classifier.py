@@ -20,16 +20,17 @@ from absl import flags
 from absl import logging
 
 import modeling
-from modeling import inference
 from modeling import losses
 from modeling import training
 from plumbing import cli
-from plumbing.errors import UserError
+from plumbing import tf_example
 import run_flags
 from tasks.classification import features
 from tasks.classification import glue
 from tasks.classification import outputs
 # The original's public names, where its users look for them.
+from tasks.classification.features import _truncate_seq_pair  # noqa: F401
+from tasks.classification.features import convert_examples_to_features  # noqa: F401
 from tasks.classification.features import convert_single_example  # noqa: F401
 from tasks.classification.features import file_based_convert_examples_to_features  # noqa: F401
 from tasks.classification.features import InputExample  # noqa: F401
@@ -62,45 +63,37 @@ run_flags.define_eval_and_predict_flags()
 flags.DEFINE_string("xnli_language", "zh", "The XNLI language to train and evaluate on.")
 
 
-def _records(examples, task, tokenizer, name):
-  """Writes the examples' records to --output_dir/name; returns the path."""
-  path = os.path.join(FLAGS.output_dir, name)
-  features.file_based_convert_examples_to_features(
-      examples, task.get_labels(), FLAGS.max_seq_length, tokenizer, path)
-  return path
-
-
-def _run_model(strategy, model, examples, task, tokenizer, name, batch_flag):
-  """The model's logits, per-example losses and is_real over the examples."""
-  records = features.read_records(_records(examples, task, tokenizer, name),
-                                  FLAGS.max_seq_length, task.is_regression)
-  return inference.classifier_outputs(
-      strategy, model, records, len(examples),
-      run_flags.check_batch_size(FLAGS, batch_flag, strategy), task.is_regression)
-
-
 def main(_):
   logging.set_verbosity(logging.INFO)
-  if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
-    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   task = glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language)
   with strategy.scope():
     model = modeling.BertClassifier(config, num_labels=task.num_labels)
+  seq = FLAGS.max_seq_length
+
+  def write_records(examples, path):
+    features.file_based_convert_examples_to_features(examples, task.get_labels(), seq,
+                                                     tokenizer, path)
+
+  def model_outputs(examples, record_name, batch_flag):
+    return run_flags.classifier_outputs(
+        FLAGS, strategy, model, examples, write_records,
+        lambda path: features.read_records(path, seq, task.is_regression),
+        record_name, batch_flag, task.is_regression)
 
   if FLAGS.do_train:
     examples = glue.check_examples(task.get_train_examples(FLAGS.data_dir),
                                    "The training data")
-    path = _records(examples, task, tokenizer, "train.tf_record")
+    path = os.path.join(FLAGS.output_dir, "train.tf_record")
+    write_records(examples, path)
 
     def dataset_fn(per_replica_batch, input_context):
-      return features.file_based_dataset(
-          path, FLAGS.max_seq_length, per_replica_batch, is_training=True,
-          drop_remainder=True, is_regression=task.is_regression, seed=FLAGS.seed,
-          input_context=input_context)
-    settings = run_flags.training_settings(FLAGS, num_examples=len(examples))
+      records = features.read_records(path, seq, task.is_regression, is_training=True,
+                                      seed=FLAGS.seed, input_context=input_context)
+      return tf_example.batched(records, per_replica_batch, drop_remainder=True)
     step = training.train(strategy, model, losses.ClassifierLoss(task.is_regression),
-                          dataset_fn, settings).step
+                          dataset_fn, run_flags.fine_tuning_settings(FLAGS, len(examples)),
+                          counts=[("Num examples", len(examples))]).step
   else:
     step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
 
@@ -108,8 +101,7 @@ def main(_):
     examples = glue.check_examples(task.get_dev_examples(FLAGS.data_dir), "The dev data")
     logging.info("***** Running evaluation *****")
     results = outputs.eval_metrics(
-        _run_model(strategy, model, examples, task, tokenizer, "eval.tf_record",
-                   "eval_batch_size"),
+        model_outputs(examples, "eval.tf_record", "eval_batch_size"),
         features.label_ids_of(examples, task.get_labels(), task.is_regression),
         FLAGS.eval_batch_size, task.metrics, task.is_regression)
     training.report_eval_results(FLAGS.output_dir, results, step)
@@ -117,8 +109,7 @@ def main(_):
   if FLAGS.do_predict:
     examples = glue.check_examples(task.get_test_examples(FLAGS.data_dir), "The test data")
     logging.info("***** Running prediction *****")
-    logits, _, is_real = _run_model(strategy, model, examples, task, tokenizer,
-                                    "predict.tf_record", "predict_batch_size")
+    logits, _, is_real = model_outputs(examples, "predict.tf_record", "predict_batch_size")
     logits = logits[is_real > 0]
     values = logits if task.is_regression else outputs.softmax(logits)
     outputs.write_test_results(os.path.join(FLAGS.output_dir, "test_results.tsv"), values)

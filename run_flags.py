@@ -11,15 +11,18 @@ hand the library plain values: a strategy, a config, a tokenizer,
 `modeling.training.TrainingSettings`.
 """
 
+import os
+
 from absl import flags
 from absl import logging
 import keras
-import tensorflow as tf
 
 from data_prep import tokenization
 from modeling import config as config_lib
+from modeling import inference
 from modeling import training
 from plumbing.errors import UserError
+from plumbing import files
 
 flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
 flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
@@ -131,9 +134,9 @@ def load_config(flag_values):
   if flag_values.max_seq_length > config.max_position_embeddings:
     raise UserError(
         "Cannot use sequence length %d because the BERT model was only trained up "
-        "to sequence length %d (--max_seq_length, %s)." %
+        "to sequence length %d (--max_seq_length=%d, %s)." %
         (flag_values.max_seq_length, config.max_position_embeddings,
-         flag_values.bert_config_file))
+         flag_values.max_seq_length, flag_values.bert_config_file))
   return config
 
 
@@ -146,29 +149,30 @@ def check_batch_size(flag_values, flag_name, strategy):
   return value
 
 
-def set_up_fine_tuning(flag_values):
-  """What the fine-tuning scripts start with, after checking their own flags:
-  --do_lower_case checked against a released checkpoint's name, then
-  (strategy, config, tokenizer), and --output_dir created."""
+def check_classifier_actions(flag_values):
+  """The original run_classifier.py's check of the do_* flags."""
+  if not flag_values.do_train and not flag_values.do_eval and not flag_values.do_predict:
+    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+
+
+def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions):
+  """What the fine-tuning scripts start with, in the original's order: the
+  checks (--do_lower_case against a released checkpoint's name, then the
+  script's own `check_flags`), then (strategy, config, tokenizer), with
+  --output_dir created."""
   tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
                                                 flag_values.init_checkpoint)
+  check_flags(flag_values)
   strategy = create_strategy(flag_values)  # First: before TensorFlow runs anything.
   config = load_config(flag_values)
   tokenizer = tokenization.FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
-  tf.io.gfile.makedirs(flag_values.output_dir)
+  files.makedirs(flag_values.output_dir)
   return strategy, config, tokenizer
 
 
-def training_settings(flag_values, num_train_steps=None, num_warmup_steps=None,
-                      num_examples=None):
-  """The training flags as TrainingSettings. Fine-tuning passes
-  `num_examples` (steps come from --num_train_epochs and
-  --warmup_proportion); pre-training passes the step counts."""
-  if num_examples is not None:
-    num_train_steps, num_warmup_steps = training.fine_tuning_steps(
-        num_examples, flag_values.train_batch_size, flag_values.num_train_epochs,
-        flag_values.warmup_proportion)
-    logging.info("  Num examples = %d", num_examples)
+def training_settings(flag_values, num_train_steps, num_warmup_steps):
+  """The training flags as TrainingSettings, for `num_train_steps` with
+  `num_warmup_steps` of warm-up."""
   return training.TrainingSettings(
       output_dir=flag_values.output_dir, num_train_steps=num_train_steps,
       num_warmup_steps=num_warmup_steps, train_batch_size=flag_values.train_batch_size,
@@ -179,3 +183,24 @@ def training_settings(flag_values, num_train_steps=None, num_warmup_steps=None,
       keep_checkpoint_max=flag_values.keep_checkpoint_max,
       gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
       use_xla=flag_values.use_xla)
+
+
+def fine_tuning_settings(flag_values, num_examples):
+  """training_settings for --num_train_epochs over `num_examples`, with
+  --warmup_proportion of warm-up (rounded down, as the original)."""
+  return training_settings(flag_values, *training.fine_tuning_steps(
+      num_examples, flag_values.train_batch_size, flag_values.num_train_epochs,
+      flag_values.warmup_proportion))
+
+
+def classifier_outputs(flag_values, strategy, model, examples, write_records, read_records,
+                       record_name, batch_flag, is_regression=False):
+  """Writes `examples` to --output_dir/record_name with write_records(examples,
+  path), reads them back with read_records(path), and runs the classifier (or
+  multiple-choice) `model` over them in batches of the flag `batch_flag`:
+  inference.classifier_outputs' logits, per-example losses and is_real."""
+  path = os.path.join(flag_values.output_dir, record_name)
+  write_records(examples, path)
+  return inference.classifier_outputs(
+      strategy, model, read_records(path), len(examples),
+      check_batch_size(flag_values, batch_flag, strategy), is_regression)

@@ -17,13 +17,13 @@ from absl import logging
 import tensorflow as tf
 
 from data_prep.pretraining import dataset as pretraining_dataset
-import modeling
 from modeling import losses
 from modeling import pretraining
 from modeling import training
 from plumbing import cli
-from plumbing import text_io
 from plumbing.errors import UserError
+from plumbing import files
+from plumbing import text_io
 import run_flags
 
 FLAGS = flags.FLAGS
@@ -61,14 +61,11 @@ def main(_):
   if not FLAGS.do_train and not FLAGS.do_eval:
     raise UserError("At least one of `do_train` or `do_eval` must be True.")
   strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
-  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-  if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise UserError("--max_seq_length=%d exceeds max_position_embeddings=%d of %s." % (
-        FLAGS.max_seq_length, config.max_position_embeddings, FLAGS.bert_config_file))
+  config = run_flags.load_config(FLAGS)
   input_files = text_io.expand_globs(FLAGS.input_file)
   pretraining_dataset.check_record_shapes(input_files, FLAGS.max_seq_length,
                                           FLAGS.max_predictions_per_seq)
-  tf.io.gfile.makedirs(FLAGS.output_dir)
+  files.makedirs(FLAGS.output_dir)
   with strategy.scope():
     model = pretraining.create_pretrainer(config, FLAGS.pretraining_objective)
 
@@ -79,8 +76,8 @@ def main(_):
           input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
           per_replica_batch, is_training=True, seed=FLAGS.seed,
           input_context=input_context, objective=FLAGS.pretraining_objective)
-    settings = run_flags.training_settings(FLAGS, FLAGS.num_train_steps,
-                                           FLAGS.num_warmup_steps)
+    settings = run_flags.training_settings(FLAGS, num_train_steps=FLAGS.num_train_steps,
+                                           num_warmup_steps=FLAGS.num_warmup_steps)
     step = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn,
                           settings).step
   elif FLAGS.do_eval:

@@ -15,21 +15,19 @@ that answers (question, context) strings under TF Serving. Re-running the same c
 resumes training from the last checkpoint in --output_dir.
 """
 
-import json
 import os
 import random
 
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 import modeling
 from modeling import inference
 from modeling import losses
 from modeling import training
 from plumbing import cli
-from plumbing import files
 from plumbing.errors import UserError
+from plumbing import tf_example
 import run_flags
 from tasks.squad import evaluate
 from tasks.squad import examples as squad_examples
@@ -85,17 +83,20 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
                    "null.")
 
 
-def validate_flags():
-  if not FLAGS.do_train and not FLAGS.do_predict and not FLAGS.export_dir:
+def validate_flags(flag_values):
+  """The original's checks of the flags (its case check comes first, in
+  run_flags.set_up_fine_tuning)."""
+  f = flag_values
+  if not f.do_train and not f.do_predict and not f.export_dir:
     raise UserError("At least one of `do_train` or `do_predict` must be True "
                     "(or --export_dir given).")
-  if FLAGS.do_train and not FLAGS.train_file:
+  if f.do_train and not f.train_file:
     raise UserError("If `do_train` is True, then `train_file` must be specified.")
-  if FLAGS.do_predict and not FLAGS.predict_file:
+  if f.do_predict and not f.predict_file:
     raise UserError("If `do_predict` is True, then `predict_file` must be specified.")
-  if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
+  if f.max_seq_length <= f.max_query_length + 3:
     raise UserError("The max_seq_length (%d) must be greater than max_query_length "
-                    "(%d) + 3" % (FLAGS.max_seq_length, FLAGS.max_query_length))
+                    "(%d) + 3" % (f.max_seq_length, f.max_query_length))
 
 
 def _convert(examples, tokenizer, is_training, output_fn):
@@ -115,15 +116,16 @@ def train(strategy, model, tokenizer):
   path = os.path.join(FLAGS.output_dir, "train.tf_record")
   with squad_features.FeatureWriter(path, is_training=True) as writer:
     _convert(examples, tokenizer, True, writer.process_feature)
-  logging.info("  Num split examples = %d", writer.num_features)
-  settings = run_flags.training_settings(FLAGS, num_examples=len(examples))
+  counts = [("Num orig examples", len(examples)), ("Num split examples", writer.num_features)]
+  settings = run_flags.fine_tuning_settings(FLAGS, len(examples))
   del examples
 
   def dataset_fn(per_replica_batch, input_context):
-    return squad_features.read_features(
-        path, FLAGS.max_seq_length, is_training=True, seed=FLAGS.seed,
-        input_context=input_context).batch(per_replica_batch, drop_remainder=True)
-  return training.train(strategy, model, losses.SpanLoss(), dataset_fn, settings)
+    records = squad_features.read_features(path, FLAGS.max_seq_length, is_training=True,
+                                           seed=FLAGS.seed, input_context=input_context)
+    return tf_example.batched(records, per_replica_batch, drop_remainder=True)
+  return training.train(strategy, model, losses.SpanLoss(), dataset_fn, settings,
+                        counts=counts)
 
 
 def predict(strategy, model, tokenizer):
@@ -145,46 +147,24 @@ def predict(strategy, model, tokenizer):
   dataset = inference.padded_batches(
       squad_features.read_features(path, FLAGS.max_seq_length, is_training=False),
       len(features), batch_size)
-  unique_ids, starts, ends = inference.span_logits(strategy, model, dataset)
-  results = [predictions.RawResult(unique_id=int(u), start_logits=[float(x) for x in s],
-                                   end_logits=[float(x) for x in e])
-             for u, s, e in zip(unique_ids[:len(features)], starts, ends)]
-  outputs = {name: os.path.join(FLAGS.output_dir, name) for name in (
-      "predictions.json", "nbest_predictions.json", "null_odds.json")}
-  predictions.write_predictions(
+  results = predictions.raw_results(*inference.span_logits(strategy, model, dataset),
+                                    count=len(features))
+  paths = [os.path.join(FLAGS.output_dir, name) for name in (
+      "predictions.json", "nbest_predictions.json", "null_odds.json")]
+  answers, _, null_odds = predictions.write_predictions(
       examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length,
-      FLAGS.do_lower_case, outputs["predictions.json"], outputs["nbest_predictions.json"],
-      outputs["null_odds.json"], version_2_with_negative=FLAGS.version_2_with_negative,
+      FLAGS.do_lower_case, *paths, version_2_with_negative=FLAGS.version_2_with_negative,
       null_score_diff_threshold=FLAGS.null_score_diff_threshold,
       verbose_logging=FLAGS.verbose_logging)
-  score(outputs)
-
-
-def score(outputs):
-  """squad_eval.json with the official metric, if the predict file has answers."""
-  with tf.io.gfile.GFile(FLAGS.predict_file, "r") as f:
-    dataset = json.load(f)
-  if not evaluate.has_answers(dataset, FLAGS.version_2_with_negative):
-    logging.info("%s has no answers: no score.", FLAGS.predict_file)
-    return
-  with tf.io.gfile.GFile(outputs["predictions.json"], "r") as f:
-    answers = json.load(f)
-  na_probs = None
-  if FLAGS.version_2_with_negative:
-    with tf.io.gfile.GFile(outputs["null_odds.json"], "r") as f:
-      na_probs = json.load(f)
-  results = evaluate.evaluate(dataset, answers, na_probs=na_probs)
-  path = os.path.join(FLAGS.output_dir, "squad_eval.json")
-  files.write_json(path, results)
-  logging.info("***** SQuAD evaluation (%s) *****", path)
-  for key, value in results.items():
-    logging.info("  %s = %s", key, value)
+  evaluate.write_scores(FLAGS.predict_file, answers,
+                        null_odds if FLAGS.version_2_with_negative else None,
+                        os.path.join(FLAGS.output_dir, "squad_eval.json"),
+                        FLAGS.version_2_with_negative)
 
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  validate_flags()
-  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, validate_flags)
   with strategy.scope():
     model = modeling.BertSpanPredictor(config)
   if FLAGS.do_train:

@@ -23,14 +23,14 @@ from absl import flags
 from absl import logging
 
 import modeling
-from modeling import inference
 from modeling import losses
 from modeling import training
 from plumbing import cli
 from plumbing.errors import UserError
+from plumbing import tf_example
 import run_flags
-from tasks import swag
 from tasks.classification import outputs
+from tasks import swag
 
 FLAGS = flags.FLAGS
 
@@ -52,39 +52,33 @@ def _examples(split):
   return examples
 
 
-def _records(examples, tokenizer, name):
-  """Writes the examples' records to --output_dir/name; returns the path."""
-  path = os.path.join(FLAGS.output_dir, name)
-  swag.write_records(examples, tokenizer, FLAGS.max_seq_length, path)
-  return path
-
-
-def _run_model(strategy, model, examples, tokenizer, name, batch_flag):
-  """The model's logits, per-example losses and is_real over the examples."""
-  records = swag.read_records(_records(examples, tokenizer, name), FLAGS.max_seq_length)
-  return inference.classifier_outputs(
-      strategy, model, records, len(examples),
-      run_flags.check_batch_size(FLAGS, batch_flag, strategy))
-
-
 def main(_):
   logging.set_verbosity(logging.INFO)
-  if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
-    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   with strategy.scope():
     model = modeling.BertMultipleChoice(config, num_choices=swag.NUM_CHOICES)
+  seq = FLAGS.max_seq_length
+
+  def write_records(examples, path):
+    swag.write_records(examples, tokenizer, seq, path)
+
+  def model_outputs(examples, record_name, batch_flag):
+    return run_flags.classifier_outputs(
+        FLAGS, strategy, model, examples, write_records,
+        lambda path: swag.read_records(path, seq), record_name, batch_flag)
 
   if FLAGS.do_train:
     examples = _examples("train")
-    path = _records(examples, tokenizer, "train.tf_record")
+    path = os.path.join(FLAGS.output_dir, "train.tf_record")
+    write_records(examples, path)
 
     def dataset_fn(per_replica_batch, input_context):
-      return swag.dataset(path, FLAGS.max_seq_length, per_replica_batch, is_training=True,
-                          seed=FLAGS.seed, input_context=input_context)
-    settings = run_flags.training_settings(FLAGS, num_examples=len(examples))
+      records = swag.read_records(path, seq, is_training=True, seed=FLAGS.seed,
+                                  input_context=input_context)
+      return tf_example.batched(records, per_replica_batch, drop_remainder=True)
     step = training.train(strategy, model, losses.ClassifierLoss(), dataset_fn,
-                          settings).step
+                          run_flags.fine_tuning_settings(FLAGS, len(examples)),
+                          counts=[("Num examples", len(examples))]).step
   else:
     step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
 
@@ -92,16 +86,14 @@ def main(_):
     examples = _examples("dev")
     logging.info("***** Running evaluation *****")
     results = outputs.eval_metrics(
-        _run_model(strategy, model, examples, tokenizer, "eval.tf_record",
-                   "eval_batch_size"),
+        model_outputs(examples, "eval.tf_record", "eval_batch_size"),
         [e.label for e in examples], FLAGS.eval_batch_size)
     training.report_eval_results(FLAGS.output_dir, results, step)
 
   if FLAGS.do_predict:
     examples = _examples("test")
     logging.info("***** Running prediction *****")
-    logits, _, is_real = _run_model(strategy, model, examples, tokenizer,
-                                    "predict.tf_record", "predict_batch_size")
+    logits, _, is_real = model_outputs(examples, "predict.tf_record", "predict_batch_size")
     path = os.path.join(FLAGS.output_dir, "predictions.tsv")
     swag.write_predictions(path, examples, outputs.softmax(logits[is_real > 0]))
     logging.info("Predictions: %s", path)

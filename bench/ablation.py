@@ -256,8 +256,7 @@ def plot(curves, scores, tasks, steps, path):
   right.set_title("Figure 5: pre-training steps")
   right.legend(fontsize=8)
   figure.tight_layout()
-  figure.savefig(path + ".tmp.png", dpi=100)
-  os.replace(path + ".tmp.png", path)
+  common.save_png(figure, path, dpi=100)
 
 
 def parse_args(argv=None):

@@ -115,7 +115,12 @@ def run_worker(cmd, label, original_dir=None, timeout=None):
 
 
 def write_text(path, text):
-  """Writes `text` to `path` under a temporary name, then renames it."""
-  with open(path + ".tmp", "w", encoding="utf-8") as f:
-    f.write(text)
-  os.replace(path + ".tmp", path)
+  from plumbing import files  # pylint: disable=g-import-not-at-top
+  files.write_text(path, text)
+
+
+def save_png(figure, path, dpi):
+  """A matplotlib figure as a PNG, written whole or not at all."""
+  from plumbing import files  # pylint: disable=g-import-not-at-top
+  with files.atomic_output(path, "wb") as f:
+    figure.savefig(f, format="png", dpi=dpi)

@@ -290,8 +290,7 @@ def chart(benchmarks, medians, peers, path, title):
   ax.set_title(title, fontsize=9)
   ax.legend(fontsize=8)
   fig.tight_layout()
-  fig.savefig(path + ".tmp.png", dpi=110)
-  os.replace(path + ".tmp.png", path)
+  common.save_png(fig, path, dpi=110)
 
 
 def main():

@@ -33,10 +33,10 @@ from apache_beam.io.filesystems import FileSystems
 from data_prep import create_pretraining_data as cpd
 from data_prep.pretraining import beam_pipeline
 from data_prep.pretraining import generator
-from plumbing import files
 from plumbing import beam_options
 from plumbing import cli
 from plumbing.errors import UserError
+from plumbing import files
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("num_output_files", 0,

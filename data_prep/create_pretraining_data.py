@@ -25,8 +25,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from data_prep import tokenization
 from data_prep.pretraining import generator
+from data_prep import tokenization
 # The original's library names, where its users look for them.
 from data_prep.pretraining.generator import create_training_instances  # noqa: F401
 from data_prep.pretraining.generator import TrainingInstance  # noqa: F401

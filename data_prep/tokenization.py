@@ -21,8 +21,8 @@ import unicodedata
 
 import numpy as np
 
-from plumbing import text_io
 from plumbing.errors import UserError
+from plumbing import text_io
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"

@@ -15,8 +15,9 @@ import collections
 import glob
 import os
 
-from tasks.classification import glue
 from data_prep import tokenization
+from plumbing import files
+from tasks.classification import glue
 
 
 def _results(path):
@@ -72,7 +73,8 @@ def loss_curve(summary_dir, png_file):
   axes.set_title("Pre-training loss (make demo)")
   axes.grid(alpha=0.3)
   figure.tight_layout()
-  figure.savefig(png_file)
+  with files.atomic_output(png_file, "wb") as f:
+    figure.savefig(f, format="png")
   pyplot.close(figure)
   return [(s, points[s]) for s in steps]
 

@@ -259,7 +259,7 @@ class BertPretrainer(BertWithHeads):
   `next_sentence=False` leaves out the next-sentence head, its variables and
   its loss (the paper's "No NSP" ablation). A left-to-right language model
   is this without it, on a causal config, with the next token of every
-  position as the "masked" prediction (pretraining_dataset.left_to_right).
+  position as the "masked" prediction (data_prep/pretraining/dataset.py, left_to_right).
   """
 
   def __init__(self, config, next_sentence=True, **kwargs):

@@ -20,11 +20,11 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from plumbing import cli
-from plumbing.errors import UserError
 from modeling import bert_model
 from modeling import checkpoints
 from modeling.config import BertConfig
+from plumbing import cli
+from plumbing.errors import UserError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")

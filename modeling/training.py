@@ -21,20 +21,20 @@ original's semantics exactly:
 """
 
 import dataclasses
-import logging
 import os
 import shutil
 import time
 from typing import Optional
 
+from absl import logging
 import keras
 import numpy as np
 import tensorflow as tf
 
 from modeling import checkpoints
 from modeling import optimization
-from plumbing import files
 from plumbing.errors import UserError
+from plumbing import files
 
 
 class NonFiniteLossError(UserError, FloatingPointError):
@@ -186,18 +186,26 @@ class TrainResult(object):
     self.examples_per_second = examples_per_second
 
 
-def train(strategy, model, loss_fn, dataset_fn, settings, optimizer=None,
+def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=None,
           stop_after_steps=None):
   """Trains `model` (built under `strategy.scope()`) to
   `settings.num_train_steps`, resuming from the latest checkpoint in
   `settings.output_dir` (else starting from `settings.init_checkpoint`).
 
   dataset_fn(per_replica_batch_size, input_context) -> tf.data.Dataset of
-  per-replica batches, repeated. loss_fn: one of modeling.losses. The
-  optimizer is `create_optimizer(settings)` unless given.
-  `stop_after_steps` ends the run early (for tests of resuming).
+  per-replica batches, repeated. loss_fn: one of modeling.losses. `counts`:
+  (name, number) pairs to log with the batch size and steps, as the original
+  did ("Num examples", ...). The optimizer is `create_optimizer(settings)`;
+  one given instead brings its own schedule (the settings' learning rate,
+  warm-up and optimizer name are then not used). `stop_after_steps` ends the
+  run early (for tests of resuming).
   """
   num_train_steps = settings.num_train_steps
+  logging.info("***** Running training *****")
+  for name, count in counts:
+    logging.info("  %s = %d", name, count)
+  logging.info("  Batch size = %d", settings.train_batch_size)
+  logging.info("  Num steps = %d", num_train_steps)
   global_batch_size = settings.train_batch_size
   gradient_accumulation_steps = settings.gradient_accumulation_steps
   save_checkpoints_steps = settings.save_checkpoints_steps
@@ -328,10 +336,11 @@ def latest_checkpoint_step(output_dir):
 
 
 def report_eval_results(output_dir, results, step):
-  """Writes eval_results.txt (the original's format, with `global_step`) in
-  `output_dir` and logs it."""
+  """Writes eval_results.txt in `output_dir` as the original did (`key =
+  value` lines in sorted key order, with `global_step`) and logs it."""
   results = dict(results, global_step=step)
-  files.write_eval_results(os.path.join(output_dir, "eval_results.txt"), results)
+  files.write_text(os.path.join(output_dir, "eval_results.txt"), "".join(
+      "%s = %s\n" % (key, str(results[key])) for key in sorted(results)))
   logging.info("***** Eval results *****")
   for key in sorted(results):
     logging.info("  %s = %s", key, str(results[key]))

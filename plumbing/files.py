@@ -4,11 +4,14 @@ A job can die at any moment (an error, a kill, a full disk). Whatever it was
 writing goes to a temporary name beside the final one, `<path>.tmp-<pid>`,
 and is renamed into place only when complete; on an error the temporary file
 is removed. So a reader never finds half a file under a final name, and a
-re-run never mistakes one for finished work. Paths with a scheme (gs://,
-hdfs://) go through tf.io.gfile, imported only for them.
+re-run never mistakes one for finished work. A killed process cannot clean
+up: its leftovers (their process gone) are removed by the next writer of
+the same path. Paths with a scheme (gs://, hdfs://) go through tf.io.gfile,
+imported only for them.
 """
 
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -47,13 +50,37 @@ def remove(path):
     os.remove(path)
 
 
+def _temporary_name(path):
+  """`<path>.tmp-<pid>`, after removing what killed processes left there."""
+  path = path.rstrip("/")
+  if not is_remote(path):
+    for leftover in glob.glob(glob.escape(path) + ".tmp-*"):
+      pid = leftover.rsplit("-", 1)[-1]
+      if pid.isdigit() and not _process_exists(int(pid)):
+        if os.path.isdir(leftover):
+          remove_tree(leftover)
+        else:
+          remove(leftover)
+  return "%s.tmp-%d" % (path, os.getpid())
+
+
+def _process_exists(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
 class AtomicFile(object):
   """A file written under a temporary name: `commit()` renames it to `path`,
   `abort()` removes it. `file` is the open file object."""
 
   def __init__(self, path, mode="w"):
     self.path = path
-    self.temporary = "%s.tmp-%d" % (path, os.getpid())
+    self.temporary = _temporary_name(path)
     if is_remote(path):
       self.file = _gfile().GFile(self.temporary, mode)
     elif "b" in mode:
@@ -105,8 +132,9 @@ def atomic_directory(path):
   """`with atomic_directory(path) as temporary:` fill the directory
   `temporary`; when the block succeeds it replaces `path` (an existing one
   is removed first), when it raises it is removed."""
-  temporary = "%s.tmp-%d" % (path.rstrip("/"), os.getpid())
+  temporary = _temporary_name(path)
   remove_tree(temporary)
+  makedirs(temporary)
   try:
     yield temporary
   except BaseException:
@@ -136,9 +164,3 @@ def write_text(path, text):
 def write_json(path, obj, indent=2):
   """`json.dumps(obj, indent=indent)` and a newline."""
   write_text(path, json.dumps(obj, indent=indent) + "\n")
-
-
-def write_eval_results(path, results):
-  """`key = value` lines in sorted key order: the original's eval_results.txt."""
-  write_text(path, "".join("%s = %s\n" % (key, str(results[key]))
-                           for key in sorted(results)))

@@ -10,8 +10,8 @@ into an error that names the file and line.
 
 import glob as _glob
 
-from plumbing import files
 from plumbing.errors import UserError
+from plumbing import files
 
 _CHUNK_BYTES = 1 << 24
 

@@ -77,6 +77,19 @@ def framed(data, offsets):
   return out[:size].tobytes()
 
 
+def count_records(f):
+  """Records in an open TFRecord file, from the length prefixes of their
+  frames (8-byte length, 4-byte CRC, data, 4-byte CRC), without reading the
+  data."""
+  count = 0
+  while True:
+    header = f.read(12)
+    if not header:
+      return count
+    f.seek(int.from_bytes(header[:8], "little") + 4, 1)
+    count += 1
+
+
 class RecordWriter(object):
   """Writes framed records into an open binary file."""
 

@@ -35,7 +35,7 @@ class ClassifierServer(tf.Module):
     ids_a = self.tokenizer.tokenize_to_ids(text_a)
     ids_b = None if text_b is None else self.tokenizer.tokenize_to_ids(text_b)
     return packing.pack_pair(ids_a, ids_b, self.max_seq_length,
-                                    self.tokenizer.cls_id, self.tokenizer.sep_id)
+                             self.tokenizer.cls_id, self.tokenizer.sep_id)
 
   def outputs(self, features):
     logits = self.model(features, training=False)["logits"]

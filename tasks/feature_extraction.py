@@ -28,10 +28,10 @@ import zipfile
 
 import numpy as np
 
+from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
 from plumbing import tfrecord
-from plumbing.errors import UserError
 from tasks.classification import features as classifier_features
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -98,8 +98,8 @@ def read_examples(input_file):
 
 
 def convert_example(example, seq_length, tokenizer):
-  tokens, type_ids = classifier_features.pack_tokens(tokenizer, example.text_a, example.text_b,
-                                                 seq_length)
+  tokens, type_ids = classifier_features.pack_tokens(tokenizer, example.text_a,
+                                                     example.text_b, seq_length)
   input_ids = tokenizer.convert_tokens_to_ids(tokens)
   padding = seq_length - len(input_ids)
   return InputFeatures(example.unique_id, tokens, input_ids + [0] * padding,

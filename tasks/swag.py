@@ -17,11 +17,11 @@ import os
 from absl import logging
 import numpy as np
 
-from plumbing import examples
+from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
+from plumbing import tf_example
 from plumbing import tfrecord
-from plumbing.errors import UserError
 from tasks.classification import features as classifier_features
 
 NUM_CHOICES = 4
@@ -95,43 +95,33 @@ def choice_features(example, tokenizer, max_seq_length):
 
 
 def example_spec(seq_length):
-  """The records: the four sequences of each feature as [4, seq_length]."""
+  """The records: the four sequences of each example as [4, seq_length], the
+  right ending's index, in the canonical (sorted) order of the features."""
   choices = [NUM_CHOICES, seq_length]
-  return examples.ExampleSpec([
+  return tf_example.ExampleSpec(sorted([
       ("input_ids", "int64", choices), ("input_mask", "int64", choices),
       ("segment_ids", "int64", choices), ("label_ids", "int64", []),
-      ("is_real_example", "int64", [])])
+      ("is_real_example", "int64", [])]))
 
 
-def write_records(examples_list, tokenizer, max_seq_length, output_file):
+def write_records(examples, tokenizer, max_seq_length, output_file):
   """One record per example (the label is 0 for test), written atomically."""
   spec = example_spec(max_seq_length)
   with tfrecord.atomic_writers([output_file]) as (writer,):
-    for start in range(0, len(examples_list), _RECORD_BATCH):
-      logging.info("Writing example %d of %d", start, len(examples_list))
+    for start in range(0, len(examples), _RECORD_BATCH):
+      logging.info("Writing example %d of %d", start, len(examples))
       rows = []
-      for example in examples_list[start:start + _RECORD_BATCH]:
+      for example in examples[start:start + _RECORD_BATCH]:
         ids, masks, segments = choice_features(example, tokenizer, max_seq_length)
         rows.append({"input_ids": ids, "input_mask": masks, "segment_ids": segments,
                      "label_ids": example.label or 0, "is_real_example": 1})
       writer.write_batch(*spec.encode_batch(*spec.columns_of(rows)))
 
 
-def name_to_features(seq_length):
-  return example_spec(seq_length).parsing_spec()
-
-
 def read_records(input_file, seq_length, is_training=False, seed=0, input_context=None):
   """Feature dicts of `write_records`' file, ids as int32 [4, seq_length]."""
-  return examples.read_records(input_file, example_spec(seq_length), is_training=is_training,
+  return tf_example.read_records(input_file, example_spec(seq_length), is_training=is_training,
                                seed=seed, input_context=input_context)
-
-
-def dataset(input_file, seq_length, batch_size, is_training, seed=0, input_context=None):
-  """Batches of `read_records` (training: repeated, shuffled, whole batches)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  records = read_records(input_file, seq_length, is_training, seed, input_context)
-  return records.batch(batch_size, drop_remainder=is_training).prefetch(tf.data.AUTOTUNE)
 
 
 def write_predictions(path, examples, probabilities):

@@ -5,11 +5,11 @@ import pytest
 import tensorflow as tf
 
 from conftest import shared_path
-from tasks.classification import features as classifier_features
-from tasks.classification import glue
-from serving import packing
 from data_prep import tokenization
 from plumbing.errors import UserError
+from serving import packing
+from tasks.classification import features as classifier_features
+from tasks.classification import glue
 
 UNCASED = "vocab/bert_uncased_vocab.txt"
 

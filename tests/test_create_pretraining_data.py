@@ -17,8 +17,8 @@ import tensorflow as tf
 from conftest import REPO_ROOT, data_file, shared_path
 from data_prep import create_pretraining_data as cpd
 from data_prep.pretraining import generator
-from data_prep.pretraining import records as pretraining_records
 from data_prep.pretraining import python_random
+from data_prep.pretraining import records as pretraining_records
 from data_prep import tokenization
 
 UNCASED = "vocab/bert_uncased_vocab.txt"
@@ -248,8 +248,8 @@ def test_sharded_mode_is_deterministic_and_resumes(tmp_path):
   tokenizer = tokenization.FullTokenizer(vocab, True)
   single = str(tmp_path / "single.tfrecord")
   generator.generate([data_file(CORPUS_B)], [single], tokenizer,
-               generator.Options(max_seq_length=64, dupe_factor=2,
-                           random_seed=generator.derived_seed(12345, CORPUS_B)))
+                     generator.Options(max_seq_length=64, dupe_factor=2,
+                                       random_seed=generator.derived_seed(12345, CORPUS_B)))
   assert read_records([single]) == first[CORPUS_B + ".tfrecord"]
   # Resume: a missing shard is redone identically, an existing one skipped.
   os.remove(out_dir / names[0])

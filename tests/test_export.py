@@ -12,12 +12,12 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, shared_path
-from tasks.classification import features as classifier_features
-from tasks.classification import glue
 from data_prep import tokenization
 import modeling
 from serving import classifier as serving_classifier
 from serving import export
+from tasks.classification import features as classifier_features
+from tasks.classification import glue
 from test_run_classifier import CONFIG, UNCASED, task_checkpoint
 
 MAX_SEQ_LENGTH = 48

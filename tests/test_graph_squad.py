@@ -9,12 +9,12 @@ import pytest
 import tensorflow as tf
 
 from conftest import shared_path
+from data_prep import tokenization
 from serving import squad_ops
 from serving import tokenizer as graph_tokenizer
 from tasks.squad import examples as squad_examples
 from tasks.squad import features as squad_features
 from tasks.squad import predictions as squad_predictions
-from data_prep import tokenization
 
 UNCASED = "vocab/bert_uncased_vocab.txt"
 # Short windows, a small stride and a long query: many windows per question.

@@ -14,9 +14,9 @@ import tensorflow as tf
 from conftest import REPO_ROOT, data_file, reference_config, shared_path
 from data_prep.pretraining import dataset as pretraining_dataset
 from data_prep import tokenization
-from plumbing.errors import UserError
 import modeling
 from modeling import pretraining
+from plumbing.errors import UserError
 
 RECORDS = data_file("pretraining_reference/sample_default.tfrecord")  # seq 128, 20 predictions
 

@@ -15,11 +15,11 @@ import tensorflow as tf
 
 from conftest import (REPO_ROOT, SHARED_DATA, assert_three_steps_match, data_file,
                       kill_at_checkpoint, shared_path)
-from tasks.classification import features as classifier_features
-from tasks.classification import glue
 from data_prep import tokenization
 import modeling
 from modeling import losses
+from tasks.classification import features as classifier_features
+from tasks.classification import glue
 from tasks.classification import outputs
 
 REF = "classifier_reference/"

@@ -13,9 +13,9 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT, data_file, kill_at_checkpoint
 import modeling
+from modeling import losses
 from modeling import optimization
 from modeling import pretraining
-from modeling import losses
 from modeling import training
 
 RECORDS = data_file("pretraining_reference/sample_default.tfrecord")  # 23 records, seq 128

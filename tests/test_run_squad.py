@@ -131,11 +131,11 @@ def test_predict_reproduces_the_original(tmp_path, name):
 def test_three_training_steps_match_the_original(tmp_path):
   """The original's model_fn in TRAIN mode (its span loss and optimizer),
   step for step on its first 24 training features (dropout off)."""
-  from tasks.squad import examples as squad_examples
-  from tasks.squad import features as squad_features
   from data_prep import tokenization
   import modeling
   from modeling import losses
+  from tasks.squad import examples as squad_examples
+  from tasks.squad import features as squad_features
   reference = dict(np.load(data_file(REF + "train_steps.npz")))
   with open(CONFIG) as f:
     values = json.load(f)

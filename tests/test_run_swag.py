@@ -95,8 +95,8 @@ def _check_export(export_dir, test_csv, probabilities):
   """The SavedModel, from raw text, answers as --do_predict did, without XLA."""
   import tensorflow as tf
   import tensorflow_text  # pylint: disable=unused-import  (registers its ops)
-  from tasks import swag
   from serving import export
+  from tasks import swag
   assert export.xla_functions(str(export_dir)) == []
   examples = swag.read_swag_examples(str(test_csv), has_label=False)
   serve = tf.saved_model.load(str(export_dir)).signatures["serving_default"]

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from conftest import data_file, shared_path
+from data_prep import tokenization
+from plumbing.errors import UserError
+from tasks.squad import evaluate as squad_evaluate
 from tasks.squad import examples as squad_examples
 from tasks.squad import features as squad_features
 from tasks.squad import predictions as squad_predictions
-from tasks.squad import evaluate as squad_evaluate
-from data_prep import tokenization
-from plumbing.errors import UserError
 
 REF = "squad_reference/"
 VOCAB = "vocab/bert_uncased_vocab.txt"

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from conftest import shared_path
-from tasks import swag
 from data_prep import tokenization
 from plumbing.errors import UserError
+from tasks import swag
 
 # The published files start with an unnamed index column.
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"

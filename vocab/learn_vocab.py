@@ -38,9 +38,9 @@ from absl import logging
 
 from data_prep import tokenization
 from plumbing import cli
+from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
-from plumbing.errors import UserError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Text file(s): comma-separated globs.")

@@ -21,13 +21,13 @@ from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from data_prep import tokenization
 from data_prep.pretraining import generator
 from data_prep.pretraining import records
 from data_prep.pretraining import warm_up
+from data_prep import tokenization
+from plumbing.errors import UserError
 from plumbing import files
 from plumbing import tfrecord
-from plumbing.errors import UserError
 
 OUTPUT_PREFIX = "pretraining_data"
 OUTPUT_SUFFIX = ".tfrecord"
@@ -105,16 +105,9 @@ def output_files(output_dir):
 
 
 def count_records(path):
-  """Records in a TFRecord file, from the length prefixes of their frames
-  (8-byte length, 4-byte CRC, data, 4-byte CRC), without reading the data."""
-  count = 0
+  """Records in one output file (Beam's FileSystems: local or remote)."""
   with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-    while True:
-      header = f.read(12)
-      if not header:
-        return count
-      f.seek(int.from_bytes(header[:8], "little") + 4, 1)
-      count += 1
+    return tfrecord.count_records(f)
 
 
 def metric_counts(result):
@@ -153,6 +146,8 @@ def user_error_of(error):
 
 
 def write_summary(path, summary):
+  """summary.json, through Beam's FileSystems so that the driver needs no
+  TensorFlow for gs:// or hdfs:// (plumbing.files would import it)."""
   with FileSystems.create(path + ".tmp") as f:
     f.write((json.dumps(summary, indent=2, sort_keys=True) + "\n").encode("utf-8"))
   if FileSystems.exists(path):

@@ -8,19 +8,19 @@ The original's library functions keep their names and behaviour:
 """
 
 import hashlib
-import logging
 import os
 import time
 
+from absl import logging
 import numpy as np
 
 from data_prep.pretraining import corpus as corpus_lib
 from data_prep.pretraining import instances as instances_lib
 from data_prep.pretraining import python_random
 from data_prep.pretraining import records
+from plumbing.errors import UserError
 from plumbing import files
 from plumbing import tfrecord
-from plumbing.errors import UserError
 
 _REQUIRED_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[UNK]")
 _EXAMPLES_TO_LOG = 20

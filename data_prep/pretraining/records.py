@@ -6,18 +6,18 @@ int64 and masked_lm_weights [max_predictions] float (1.0 for real predictions,
 0.0 for padding); next_sentence_labels [1] int64 (1 = B is a random next).
 
 Instances are turned into feature columns by compiled code, a batch at a
-time, and serialised by the project's compiled encoder (plumbing.examples);
+time, and serialised by the project's compiled encoder (plumbing.tf_example);
 the tf.data reader of these files is `data_prep.pretraining.dataset`.
 """
 
-import logging
 import time
 
+from absl import logging
 import numba
 import numpy as np
 
 from data_prep.pretraining import instances as instances_lib
-from plumbing import examples
+from plumbing import tf_example
 from plumbing import tfrecord
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
@@ -27,7 +27,7 @@ FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions"
 def example_spec(max_seq_length, max_predictions_per_seq):
   """The record format, in the original's feature order."""
   seq, predictions = [max_seq_length], [max_predictions_per_seq]
-  return examples.ExampleSpec([
+  return tf_example.ExampleSpec([
       ("input_ids", "int64", seq), ("input_mask", "int64", seq),
       ("segment_ids", "int64", seq), ("masked_lm_positions", "int64", predictions),
       ("masked_lm_ids", "int64", predictions), ("masked_lm_weights", "float32", predictions),
@@ -39,37 +39,43 @@ def name_to_features(max_seq_length, max_predictions_per_seq):
   return example_spec(max_seq_length, max_predictions_per_seq).parsing_spec()
 
 
+_INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+                 "masked_lm_ids", "next_sentence_labels")
+
+
 @numba.njit(cache=True)
 def _fill_columns(order, tokens, spans, is_random_next, num_masked, masked_positions,
-                  masked_labels, masked_replacements, cls_id, sep_id, ints, floats):
-  """Row j of ints/floats: instance order[j] in the layout of example_spec
-  (ids, mask, segments, positions, labels | weights, next-sentence label)."""
-  seq = (ints.shape[1] - 1 - 2 * floats.shape[1]) // 3
+                  masked_labels, masked_replacements, cls_id, sep_id, starts, ints, floats):
+  """Row j of ints/floats: instance order[j], each int feature at its column
+  `starts` (in _INT_FEATURES order), the weights in floats."""
+  ids, mask, segments, positions, labels, label = starts
+  seq = mask - ids
   npred = floats.shape[1]
   for j in range(len(order)):
     i = order[j]
     row = ints[j]
-    n = instances_lib.fill_row(row[:seq], row[2 * seq:3 * seq], tokens, spans[i],
-                               cls_id, sep_id)
-    row[seq:seq + n] = 1
-    row[seq + n:2 * seq] = 0
+    n = instances_lib.fill_row(row[ids:ids + seq], row[segments:segments + seq], tokens,
+                               spans[i], cls_id, sep_id)
+    row[mask:mask + n] = 1
+    row[mask + n:mask + seq] = 0
     m = num_masked[i]
     for t in range(npred):
       if t < m:
-        row[masked_positions[i, t]] = masked_replacements[i, t]
-        row[3 * seq + t] = masked_positions[i, t]
-        row[3 * seq + npred + t] = masked_labels[i, t]
+        row[ids + masked_positions[i, t]] = masked_replacements[i, t]
+        row[positions + t] = masked_positions[i, t]
+        row[labels + t] = masked_labels[i, t]
         floats[j, t] = 1.0
       else:
-        row[3 * seq + t] = 0
-        row[3 * seq + npred + t] = 0
+        row[positions + t] = 0
+        row[labels + t] = 0
         floats[j, t] = 0.0
-    row[3 * seq + 2 * npred] = is_random_next[i]
+    row[label] = is_random_next[i]
 
 
 def iter_serialized_batches(instances, order, batch_size=4096):
   """Yields (uint8 data, offsets) for consecutive batches of `order`."""
   spec = example_spec(instances.max_seq_length, instances.max_predictions_per_seq)
+  starts = np.array([spec.int_columns[name].start for name in _INT_FEATURES], np.int64)
   ints, floats = spec.empty_columns(batch_size)
   buf = np.empty(batch_size * spec.max_record_bytes(), np.uint8)
   for lo in range(0, len(order), batch_size):
@@ -77,7 +83,7 @@ def iter_serialized_batches(instances, order, batch_size=4096):
     n = len(part)
     _fill_columns(part, instances.tokens, instances.spans, instances.is_random_next,
                   instances.num_masked, instances.masked_positions, instances.masked_labels,
-                  instances.masked_replacements, instances.cls_id, instances.sep_id,
+                  instances.masked_replacements, instances.cls_id, instances.sep_id, starts,
                   ints[:n], floats[:n])
     yield spec.encode_batch(ints[:n], floats[:n], buf)
 

@@ -14,8 +14,8 @@ import os
 import tempfile
 import time
 
-from data_prep import tokenization
 from data_prep.pretraining import generator
+from data_prep import tokenization
 
 _WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "and",
           "came", "back", "home", "play", "##ing", "##s", "."]

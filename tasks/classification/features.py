@@ -10,9 +10,9 @@ original wrote. `pack_tokens` is the packing SWAG and extract_features share.
 from absl import logging
 
 from data_prep import tokenization
-from plumbing import examples as examples_lib
-from plumbing import tfrecord
 from plumbing.errors import UserError
+from plumbing import tf_example
+from plumbing import tfrecord
 
 _RECORD_BATCH = 4096
 
@@ -146,26 +146,17 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
           for i, e in enumerate(examples)]
 
 
-def pad_to_batch_multiple(examples, batch_size):
-  """`examples` followed by PaddingInputExamples up to a multiple of batch_size."""
-  padding = -len(examples) % batch_size
-  return list(examples) + [PaddingInputExample() for _ in range(padding)]
-
-
 # ---------------------------------------------------------------------------
 # Records.
 
 def example_spec(seq_length, is_regression=False):
-  """The records' features, as the original wrote them."""
-  return examples_lib.ExampleSpec([
+  """The records' features, as the original wrote them, in the canonical order
+  (sorted by name) that `SerializeToString(deterministic=True)` gives."""
+  return tf_example.ExampleSpec(sorted([
       ("input_ids", "int64", [seq_length]), ("input_mask", "int64", [seq_length]),
       ("segment_ids", "int64", [seq_length]),
       ("label_ids", "float32" if is_regression else "int64", []),
-      ("is_real_example", "int64", [])])
-
-
-def name_to_features(seq_length, is_regression=False):
-  return example_spec(seq_length, is_regression).parsing_spec()
+      ("is_real_example", "int64", [])]))
 
 
 def _feature_row(feature):
@@ -194,15 +185,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
 def read_records(input_file, seq_length, is_regression=False, is_training=False, seed=0,
                  input_context=None):
   """Feature dicts (int32 ids) of a file the writer above made; training reads
-  them repeated and shuffled (plumbing.examples.read_records)."""
-  return examples_lib.read_records(input_file, example_spec(seq_length, is_regression),
+  them repeated and shuffled (plumbing.tf_example.read_records)."""
+  return tf_example.read_records(input_file, example_spec(seq_length, is_regression),
                                    is_training=is_training, seed=seed,
                                    input_context=input_context)
-
-
-def file_based_dataset(input_file, seq_length, batch_size, is_training,
-                       drop_remainder, is_regression=False, seed=0, input_context=None):
-  """Batches of `read_records`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  d = read_records(input_file, seq_length, is_regression, is_training, seed, input_context)
-  return d.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

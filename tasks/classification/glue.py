@@ -24,12 +24,13 @@ import csv
 import os
 
 from data_prep import tokenization
+from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
-from plumbing.errors import UserError
 from tasks.classification.features import InputExample
+from tasks.classification import tfds
 
-TFDS_DATA_DIR = "tfds"  # tasks/classification/tfds.py's DATA_DIR.
+TFDS_DATA_DIR = tfds.DATA_DIR
 
 
 class _Line(list):
@@ -406,7 +407,6 @@ def check_examples(examples, path_hint):
 def processor_for(task_name, data_dir, xnli_language="zh"):
   """The processor for a task and --data_dir (a directory, or `tfds`)."""
   if data_dir == TFDS_DATA_DIR:
-    from tasks.classification import tfds  # pylint: disable=g-import-not-at-top
-    return tfds.TfdsProcessor(get_processor(task_name))
+    return tfds.TfdsProcessor(get_processor(task_name), task_name)
   kwargs = {"language": xnli_language} if task_name.lower() == "xnli" else {}
   return get_processor(task_name, **kwargs)

@@ -1,5 +1,5 @@
-"""A classification task's outputs: eval_results.txt, test_results.tsv, the GLUE
-submission file.
+"""A classification task's outputs: the eval metrics (for eval_results.txt),
+test_results.tsv and the GLUE submission file.
 
 Evaluation reproduces what the original's Estimator reported on CPU/GPU:
 `eval_accuracy` and `eval_loss` over the real examples, and `loss`, the mean

@@ -20,22 +20,19 @@ class TfdsProcessor(object):
   `<split>-<idx>` and GLUE test indices are the dataset's `idx`.
   """
 
-  def __init__(self, task, data_dir=None):
+  def __init__(self, task, task_name=None, data_dir=None):
     """`task`: the task's processor (tasks/classification/glue.py), whose
-    declarations this one takes over."""
+    declarations (labels, metrics, ...) this one answers with; `task_name`:
+    as the user spelt it, for messages."""
     if not task.tfds_name:
       raise UserError("--data_dir=%s: task %r is not available from "
                       "tensorflow-datasets; pass a directory of its files." %
-                      (DATA_DIR, task.names[0]))
+                      (DATA_DIR, task_name or task.names[0]))
     self.task = task
     self.data_dir = data_dir
-    for name in ("names", "labels", "submission_name", "metrics", "is_regression",
-                 "single_sentence", "num_labels", "tfds_name", "tfds_text_features",
-                 "tfds_splits"):
-      setattr(self, name, getattr(task, name))
 
-  def get_labels(self):
-    return list(self.labels)
+  def __getattr__(self, name):
+    return getattr(self.task, name)  # The task's declarations and get_labels().
 
   def get_train_examples(self, data_dir=None):
     return self._examples("train")

@@ -11,10 +11,13 @@ both versions (v1.1's rule; the v2.0 script would skip or crash).
 """
 
 import collections
+import json
 import re
 import string
 
 from absl import logging
+
+from plumbing import files
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -172,3 +175,21 @@ def evaluate(dataset_json, predictions, na_probs=None, na_prob_thresh=1.0,
     result["best_f1"], result["best_f1_thresh"] = _best_threshold(
         predictions, f1_raw, na_probs, has_answer)
   return result
+
+
+def write_scores(predict_file, predictions, na_probs, path, version_2_with_negative):
+  """Writes `evaluate`'s scores of `predictions` (qas_id -> answer; with
+  `na_probs`, null odds, for 2.0) on the questions of `predict_file` to
+  `path` (JSON) and logs them; does nothing if the file has no answers."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (gs:// paths)
+  with tf.io.gfile.GFile(predict_file, "r") as f:
+    dataset = json.load(f)
+  if not has_answers(dataset, version_2_with_negative):
+    logging.info("%s has no answers: no score.", predict_file)
+    return None
+  results = evaluate(dataset, predictions, na_probs=na_probs)
+  files.write_json(path, results)
+  logging.info("***** SQuAD evaluation (%s) *****", path)
+  for key, value in results.items():
+    logging.info("  %s = %s", key, value)
+  return results

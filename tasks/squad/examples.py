@@ -18,8 +18,8 @@ import re
 from absl import logging
 
 from data_prep import tokenization
-from plumbing import files
 from plumbing.errors import UserError
+from plumbing import files
 
 # The original splits document text on these characters only; other Unicode
 # spaces stay inside a word (the WordPiece tokenizer splits there later).

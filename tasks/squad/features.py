@@ -15,9 +15,9 @@ one pass, and features are streamed to `output_fn` rather than kept.
 from absl import logging
 import numpy as np
 
-from plumbing import examples as examples_lib
-from plumbing import tfrecord
 from plumbing.errors import UserError
+from plumbing import tf_example
+from plumbing import tfrecord
 
 FIRST_UNIQUE_ID = 1000000000
 
@@ -276,7 +276,7 @@ def example_spec(seq_length, is_training):
   if is_training:
     features += [("start_positions", "int64", []), ("end_positions", "int64", []),
                  ("is_impossible", "int64", [])]
-  return examples_lib.ExampleSpec(sorted(features))
+  return tf_example.ExampleSpec(sorted(features))
 
 
 def feature_row(feature, is_training):
@@ -339,13 +339,8 @@ class FeatureWriter(object):
 
 def _reading_spec(seq_length, is_training):
   """The features the original's input_fn parsed (not is_impossible)."""
-  return examples_lib.ExampleSpec(
+  return tf_example.ExampleSpec(
       [f for f in example_spec(seq_length, is_training).features if f.name != "is_impossible"])
-
-
-def name_to_features(seq_length, is_training):
-  """What to parse from the records, as the original's input_fn."""
-  return _reading_spec(seq_length, is_training).parsing_spec()
 
 
 def read_features(input_file, seq_length, is_training, seed=0, input_context=None):
@@ -355,6 +350,6 @@ def read_features(input_file, seq_length, is_training, seed=0, input_context=Non
   in a buffer of 100 (seeded here, so a resumed run sees the same batches);
   prediction reads them once, in order.
   """
-  return examples_lib.read_records(input_file, _reading_spec(seq_length, is_training),
+  return tf_example.read_records(input_file, _reading_spec(seq_length, is_training),
                                    is_training=is_training, seed=seed,
                                    input_context=input_context)

@@ -15,11 +15,19 @@ import math
 from absl import logging
 
 from data_prep import tokenization
-from plumbing import files
 from plumbing.errors import UserError
+from plumbing import files
 
 RawResult = collections.namedtuple("RawResult",
                                    ["unique_id", "start_logits", "end_logits"])
+
+
+def raw_results(unique_ids, start_logits, end_logits, count):
+  """RawResults of the first `count` rows of the model's outputs (numpy, in
+  feature order; rows past `count` fill the last batch)."""
+  return [RawResult(unique_id=int(u), start_logits=[float(x) for x in s],
+                    end_logits=[float(x) for x in e])
+          for u, s, e in zip(unique_ids[:count], start_logits, end_logits)]
 
 _Candidate = collections.namedtuple(
     "_Candidate", ["feature_index", "start_index", "end_index", "start_logit",

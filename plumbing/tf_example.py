@@ -1,17 +1,19 @@
 """`tf.train.Example` records: the project's one encoder, decoder and reader.
 
-Every record file of the project (pre-training instances, each fine-tuning
-task's features) holds Examples of fixed-shape int64 and float features.
+The records the model reads (pre-training instances, each fine-tuning task's
+features) are Examples of fixed-shape int64 and float features.
 `ExampleSpec` names them once, in the order they are serialised, and serves
 both directions:
   * writing: `encode_batch` serialises thousands of records per call with a
     compiled encoder of the protobuf wire format (no TensorFlow, no protobuf
     objects: building protos one by one cost the original most of its data
     generation time). The bytes are what protobuf writes for the same
-    entries in the same order, checked in the tests;
-  * reading: `parsing_spec` and `decode` for tf.data, and `read_records`,
-    the one tf.data reader of a task's record file (int64 features come back
-    as int32, as TPUs want).
+    entries in the same order (tests/test_tf_example.py);
+  * reading: `parsing_spec` and `decode` for tf.data, `read_records`, the
+    one tf.data reader of a task's record file (int64 features come back as
+    int32, as TPUs want), and `batched`.
+(extract_features' optional TFRecord output is not model input: it holds
+strings and per-line shapes, and is written with TensorFlow's own protos.)
 """
 
 import collections
@@ -125,7 +127,6 @@ class ExampleSpec(object):
     for feature in self.features:
       if feature.dtype not in ("int64", "float32"):
         raise ValueError("Feature %s: dtype must be int64 or float32." % feature.name)
-    self.names = [f.name for f in self.features]
     sizes = [int(np.prod(f.shape)) for f in self.features]
     self._kinds = np.array([_INT if f.dtype == "int64" else _FLOAT for f in self.features],
                            np.int64)
@@ -212,3 +213,9 @@ def read_records(input_files, spec, is_training=False, seed=0, input_context=Non
   if is_training:
     d = d.repeat().shuffle(buffer_size=shuffle_buffer, seed=seed)
   return d.map(spec.decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def batched(records, batch_size, drop_remainder=False):
+  """Batches of `records` (feature dicts), prefetched."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return records.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

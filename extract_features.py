@@ -24,6 +24,7 @@ from data_prep import tokenization
 import modeling
 from modeling import inference
 from plumbing import cli
+from plumbing import tf_example
 from plumbing.errors import UserError
 import run_flags
 from tasks import feature_extraction
@@ -109,7 +110,8 @@ def main(_):
   dataset = tf.data.Dataset.from_generator(
       lambda: _feature_stream(tokenizer, pending, num_lines, FLAGS.batch_size),
       output_signature={"input_ids": spec, "input_mask": spec, "segment_ids": spec})
-  dataset = dataset.batch(FLAGS.batch_size, drop_remainder=True)
+  dataset = tf_example.batched(dataset, FLAGS.batch_size, drop_remainder=True,
+                               trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
   pooled = FLAGS.pooling != "none"
 
   def replica(features):

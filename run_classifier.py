@@ -90,7 +90,8 @@ def main(_):
     def dataset_fn(per_replica_batch, input_context):
       records = features.read_records(path, seq, task.is_regression, is_training=True,
                                       seed=FLAGS.seed, input_context=input_context)
-      return tf_example.batched(records, per_replica_batch, drop_remainder=True)
+      return tf_example.batched(records, per_replica_batch, drop_remainder=True,
+                                trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
     step = training.train(strategy, model, losses.ClassifierLoss(task.is_regression),
                           dataset_fn, run_flags.fine_tuning_settings(FLAGS, len(examples)),
                           counts=[("Num examples", len(examples))]).step
@@ -124,7 +125,7 @@ def main(_):
     classifier.export_classifier(
         model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.max_seq_length, task.get_labels(), task.is_regression,
-        sentence_pair=not task.single_sentence)
+        sentence_pair=not task.single_sentence, precision=FLAGS.export_precision)
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

@@ -49,6 +49,18 @@ flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input 
 flags.DEFINE_integer("num_cpu_devices", 1,
                      "Split the CPU into this many logical devices (to run "
                      "--distribution_strategy=mirrored on a CPU-only machine).")
+flags.DEFINE_bool("pad_to_max_seq_length", None,
+                  "Run every batch at --max_seq_length, as the original. Otherwise "
+                  "each batch runs at the length of its longest real row, rounded up "
+                  "to --padding_multiple (the same results: padding is masked out), "
+                  "and evaluation and prediction batch examples of similar length. "
+                  "Default: True on TPUs (--use_tpu or --distribution_strategy=tpu; "
+                  "they want static shapes) and in run_squad.py (its span head scores "
+                  "padding positions too, as the original's), else False.")
+flags.DEFINE_integer("padding_multiple", 8,
+                     "Round each batch's length up to a multiple of this: at most "
+                     "max_seq_length / padding_multiple distinct shapes (with --use_xla "
+                     "each compiles once).", lower_bound=1)
 
 
 def define_training_flags():
@@ -97,6 +109,11 @@ def define_fine_tuning_flags():
   flags.DEFINE_string("export_dir", None,
                       "Write a SavedModel for TF Serving here (raw text in, the task's "
                       "answer out; see serving/) at the end of the run.")
+  flags.DEFINE_enum("export_precision", "float32", ["float32", "bfloat16"],
+                    "bfloat16: the export stores the encoder's weights in bfloat16 and "
+                    "multiplies in bfloat16 (layer norms, softmax and embeddings stay "
+                    "float32): half the weight bytes, faster on CPUs with bfloat16 "
+                    "arithmetic (AVX512-BF16, AMX), slower on others.")
 
 
 def define_eval_and_predict_flags():
@@ -138,6 +155,16 @@ def load_config(flag_values):
         (flag_values.max_seq_length, config.max_position_embeddings,
          flag_values.max_seq_length, flag_values.bert_config_file))
   return config
+
+
+def trim_to_multiple(flag_values, pad_by_default=False):
+  """None to run at --max_seq_length, else the multiple each batch's length
+  is rounded up to (see --pad_to_max_seq_length)."""
+  pad = flag_values.pad_to_max_seq_length
+  if pad is None:
+    pad = (pad_by_default or flag_values.use_tpu or
+           flag_values.distribution_strategy == "tpu")
+  return None if pad else flag_values.padding_multiple
 
 
 def check_batch_size(flag_values, flag_name, strategy):
@@ -203,4 +230,5 @@ def classifier_outputs(flag_values, strategy, model, examples, write_records, re
   write_records(examples, path)
   return inference.classifier_outputs(
       strategy, model, read_records(path), len(examples),
-      check_batch_size(flag_values, batch_flag, strategy), is_regression)
+      check_batch_size(flag_values, batch_flag, strategy), is_regression,
+      trim_to_multiple=trim_to_multiple(flag_values))

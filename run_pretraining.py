@@ -75,7 +75,8 @@ def main(_):
       return pretraining_dataset.pretraining_dataset(
           input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
           per_replica_batch, is_training=True, seed=FLAGS.seed,
-          input_context=input_context, objective=FLAGS.pretraining_objective)
+          input_context=input_context, objective=FLAGS.pretraining_objective,
+          trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
     settings = run_flags.training_settings(FLAGS, num_train_steps=FLAGS.num_train_steps,
                                            num_warmup_steps=FLAGS.num_warmup_steps)
     step = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn,
@@ -90,7 +91,8 @@ def main(_):
     dataset = pretraining_dataset.pretraining_dataset(
         input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
         FLAGS.eval_batch_size, is_training=False, repeat=not FLAGS.eval_one_pass,
-        objective=FLAGS.pretraining_objective)
+        objective=FLAGS.pretraining_objective,
+        trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
     results = pretraining.evaluate(
         strategy, model, dataset,
         max_steps=None if FLAGS.eval_one_pass else FLAGS.max_eval_steps)

@@ -99,6 +99,13 @@ def validate_flags(flag_values):
                     "(%d) + 3" % (f.max_seq_length, f.max_query_length))
 
 
+def _trim_to_multiple():
+  """Fixed length unless --pad_to_max_seq_length=false: the original's span
+  head scores padding positions too (they are in the training loss's softmax
+  and can take places in the n-best lists), so dropping them changes results."""
+  return run_flags.trim_to_multiple(FLAGS, pad_by_default=True)
+
+
 def _convert(examples, tokenizer, is_training, output_fn):
   squad_features.convert_examples_to_features(
       examples=examples, tokenizer=tokenizer, max_seq_length=FLAGS.max_seq_length,
@@ -123,7 +130,8 @@ def train(strategy, model, tokenizer):
   def dataset_fn(per_replica_batch, input_context):
     records = squad_features.read_features(path, FLAGS.max_seq_length, is_training=True,
                                            seed=FLAGS.seed, input_context=input_context)
-    return tf_example.batched(records, per_replica_batch, drop_remainder=True)
+    return tf_example.batched(records, per_replica_batch, drop_remainder=True,
+                              trim_to_multiple=_trim_to_multiple())
   return training.train(strategy, model, losses.SpanLoss(), dataset_fn, settings,
                         counts=counts)
 
@@ -142,13 +150,11 @@ def predict(strategy, model, tokenizer):
   logging.info("***** Running predictions *****")
   logging.info("  Num orig examples = %d", len(examples))
   logging.info("  Num split examples = %d", len(features))
-  logging.info("  Batch size = %d", FLAGS.predict_batch_size)
-  batch_size = run_flags.check_batch_size(FLAGS, "predict_batch_size", strategy)
-  dataset = inference.padded_batches(
-      squad_features.read_features(path, FLAGS.max_seq_length, is_training=False),
-      len(features), batch_size)
-  results = predictions.raw_results(*inference.span_logits(strategy, model, dataset),
-                                    count=len(features))
+  records = squad_features.read_features(path, FLAGS.max_seq_length, is_training=False)
+  results = predictions.raw_results(*inference.span_logits(
+      strategy, model, records, len(features),
+      run_flags.check_batch_size(FLAGS, "predict_batch_size", strategy),
+      FLAGS.max_seq_length, _trim_to_multiple()))
   paths = [os.path.join(FLAGS.output_dir, name) for name in (
       "predictions.json", "nbest_predictions.json", "null_odds.json")]
   answers, _, null_odds = predictions.write_predictions(
@@ -181,7 +187,8 @@ def main(_):
         max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
         max_answer_length=FLAGS.max_answer_length,
         version_2_with_negative=FLAGS.version_2_with_negative,
-        null_score_diff_threshold=FLAGS.null_score_diff_threshold)
+        null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+        precision=FLAGS.export_precision)
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

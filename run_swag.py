@@ -75,7 +75,8 @@ def main(_):
     def dataset_fn(per_replica_batch, input_context):
       records = swag.read_records(path, seq, is_training=True, seed=FLAGS.seed,
                                   input_context=input_context)
-      return tf_example.batched(records, per_replica_batch, drop_remainder=True)
+      return tf_example.batched(records, per_replica_batch, drop_remainder=True,
+                                trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
     step = training.train(strategy, model, losses.ClassifierLoss(), dataset_fn,
                           run_flags.fine_tuning_settings(FLAGS, len(examples)),
                           counts=[("Num examples", len(examples))]).step
@@ -101,7 +102,8 @@ def main(_):
   if FLAGS.export_dir:
     from serving import multiple_choice  # pylint: disable=g-import-not-at-top  (tensorflow-text)
     multiple_choice.export_multiple_choice(model, FLAGS.export_dir, FLAGS.vocab_file,
-                                           FLAGS.do_lower_case, FLAGS.max_seq_length)
+                                           FLAGS.do_lower_case, FLAGS.max_seq_length,
+                                           precision=FLAGS.export_precision)
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

@@ -1,11 +1,19 @@
-"""Running a model over a whole dataset in fixed-size batches, under any strategy:
-what evaluation, prediction and feature extraction share."""
+"""Running a model over a whole dataset, under any strategy: what evaluation,
+prediction and feature extraction share.
+
+Two ways: fixed shapes (full batches at the records' padded length, the last
+batch filled with padding examples, as the original ran on TPUs), or
+length-aware (batches of records of about the same length, each cut to its
+longest row: no computation on padding, outputs put back in input order).
+Both give the same outputs for every real example.
+"""
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from modeling import heads
+from plumbing import tf_example
 
 
 def padded_batches(dataset, num_examples, batch_size):
@@ -22,11 +30,12 @@ def padded_batches(dataset, num_examples, batch_size):
 
 def stream_batches(strategy, replica_fn, dataset):
   """replica_fn(features) -> tuple of per-example tensors; yields, for each
-  global batch of `dataset` in order, a tuple of numpy arrays (one step
-  function, traced once)."""
+  global batch of `dataset` in order, a tuple of numpy arrays. One step
+  function, traced once for the dataset's element spec: batches of any
+  length (None dimensions) do not retrace it."""
   distributed = strategy.experimental_distribute_dataset(dataset)
 
-  @tf.function
+  @tf.function(input_signature=[distributed.element_spec])
   def step(features):
     return strategy.run(replica_fn, args=(features,))
 
@@ -63,17 +72,49 @@ def layer_vectors(model, features, layer_indexes, pooling="none"):
   return vectors
 
 
-def classifier_outputs(strategy, model, records, num_examples, batch_size,
-                       is_regression=False):
-  """A classifier (or multiple-choice model) over `records` in full batches of
-  `batch_size` (the last one padded, as the original did on TPUs): numpy
-  logits (scores, for regression), per-example loss and is_real_example, in
-  input order."""
-  padding = -num_examples % batch_size
-  logging.info("  Num examples = %d (%d actual, %d padding)", num_examples + padding,
-               num_examples, padding)
-  logging.info("  Batch size = %d", batch_size)
+def outputs_in_order(strategy, replica_fn, records, num_examples, batch_size,
+                     trim_to_multiple=None, sequence_outputs=(), padded_length=None,
+                     fill=0.0):
+  """replica_fn(features) -> tuple of per-example tensors, run over `records`;
+  returns one numpy array per output with a row per record, in input order.
 
+  Fixed shapes (padded_batches) by default; with `trim_to_multiple`,
+  length-aware: batches of similar length, each cut to its longest row. The
+  outputs listed in `sequence_outputs` (indexes) run along the sequence; they
+  come back padded to `padded_length` with `fill`, as one array.
+  """
+  if not trim_to_multiple:
+    logging.info("  Num examples = %d (%d actual, %d padding)",
+                 num_examples - num_examples % -batch_size, num_examples,
+                 -num_examples % batch_size)
+    outputs = run_batches(strategy, replica_fn,
+                          padded_batches(records, num_examples, batch_size))
+    return tuple(output[:num_examples] for output in outputs)
+  logging.info("  Num examples = %d, in batches of similar length", num_examples)
+
+  def with_index(features):
+    return tuple(replica_fn(features)) + (features["example_index"],)
+  parts = None
+  for outputs in stream_batches(strategy, with_index, tf_example.length_grouped_batches(
+      records, batch_size, trim_to_multiple)):
+    if parts is None:
+      parts = [[] for _ in outputs]
+    for i, output in enumerate(outputs):
+      if i in sequence_outputs:
+        widths = [(0, 0)] * output.ndim
+        widths[1] = (0, padded_length - output.shape[1])
+        output = np.pad(output, widths, constant_values=fill)
+      parts[i].append(output)
+  *outputs, index = [np.concatenate(p) for p in parts]
+  order = np.argsort(index, kind="stable")
+  return tuple(output[order] for output in outputs)
+
+
+def classifier_outputs(strategy, model, records, num_examples, batch_size,
+                       is_regression=False, trim_to_multiple=None):
+  """A classifier (or multiple-choice model) over `records`: numpy logits
+  (scores, for regression), per-example loss and is_real_example, in input
+  order (see outputs_in_order)."""
   def replica(features):
     logits = model(features, training=False)["logits"]
     if is_regression:
@@ -82,14 +123,22 @@ def classifier_outputs(strategy, model, records, num_examples, batch_size,
     else:
       _, per_example = heads.classification_loss(logits, features["label_ids"])
     return logits, per_example, features["is_real_example"]
-  return run_batches(strategy, replica, padded_batches(records, num_examples, batch_size))
+  logging.info("  Batch size = %d", batch_size)
+  return outputs_in_order(strategy, replica, records, num_examples, batch_size,
+                          trim_to_multiple)
 
 
-def span_logits(strategy, model, dataset):
+def span_logits(strategy, model, records, num_features, batch_size, max_seq_length,
+                trim_to_multiple=None):
   """unique_ids, start_logits, end_logits (numpy, input order) of a span model
-  over `dataset` (global batches; padding features have id 0)."""
+  over `records`. Length-aware runs (`trim_to_multiple`) give no logits at
+  the positions past a batch's longest row: they come back as -inf, which no
+  answer can start or end at."""
   def replica(features):
     outputs = model(features, training=False)
     return (features["unique_ids"], tf.cast(outputs["start_logits"], tf.float32),
             tf.cast(outputs["end_logits"], tf.float32))
-  return run_batches(strategy, replica, dataset)
+  logging.info("  Batch size = %d", batch_size)
+  return outputs_in_order(strategy, replica, records, num_features, batch_size,
+                          trim_to_multiple, sequence_outputs=(1, 2),
+                          padded_length=max_seq_length, fill=-np.inf)

@@ -93,7 +93,7 @@ def evaluate(strategy, model, dataset, max_steps=None):
   distributed = strategy.experimental_distribute_dataset(dataset) \
       if not isinstance(dataset, tf.distribute.DistributedDataset) else dataset
 
-  @tf.function
+  @tf.function(input_signature=[distributed.element_spec])  # Any batch length.
   def eval_step(features):
     def replica(features):
       outputs = model(features, training=False)

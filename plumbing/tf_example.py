@@ -215,7 +215,57 @@ def read_records(input_files, spec, is_training=False, seed=0, input_context=Non
   return d.map(spec.decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def batched(records, batch_size, drop_remainder=False):
-  """Batches of `records` (feature dicts), prefetched."""
+# The features that run along the sequence (the last axis); the rest are per
+# example (labels) or index into it (masked positions, below the real length).
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+
+
+def trimmed_length(input_mask, multiple):
+  """The longest real row of a batch (1s of `input_mask`, over its last
+  axis), rounded up to `multiple` and at most the padded length."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return records.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+  longest = tf.reduce_max(tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=-1))
+  rounded = (tf.maximum(longest, 1) + multiple - 1) // multiple * multiple
+  return tf.minimum(rounded, tf.shape(input_mask)[-1])
+
+
+def trim_padding(features, multiple):
+  """A batch without the padding columns no row needs: the sequence features
+  cut to `trimmed_length`. Real tokens come first in every row and padding
+  is masked out of attention, so the model's outputs at the real tokens are
+  those of the padded batch."""
+  length = trimmed_length(features["input_mask"], multiple)
+  return {name: value[..., :length] if name in SEQUENCE_FEATURES else value
+          for name, value in features.items()}
+
+
+def batched(records, batch_size, drop_remainder=False, trim_to_multiple=None):
+  """Batches of `records` (feature dicts), prefetched; with
+  `trim_to_multiple`, each cut to its longest row (trim_padding)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  d = records.batch(batch_size, drop_remainder=drop_remainder)
+  if trim_to_multiple:
+    d = d.map(lambda f: trim_padding(f, trim_to_multiple),
+              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  return d.prefetch(tf.data.AUTOTUNE)
+
+
+def length_grouped_batches(records, batch_size, multiple, index_name="example_index"):
+  """Batches of records of about the same length, each trimmed to it; every
+  record gets its position in `records` as the feature `index_name`, so that
+  outputs can be put back in order. Records whose lengths round up to the
+  same multiple share batches of up to `batch_size`, the rest are flushed
+  at the end: no batch carries a column of padding that no row needs."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def with_index(index, features):
+    return dict(features, **{index_name: tf.cast(index, tf.int32)})
+
+  def bucket(features):
+    length = tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"], tf.int64), axis=-1))
+    return (length + multiple - 1) // multiple
+
+  d = records.enumerate().map(with_index)
+  d = d.group_by_window(key_func=bucket, window_size=batch_size,
+                        reduce_func=lambda _, window: window.batch(batch_size))
+  return d.map(lambda f: trim_padding(f, multiple)).prefetch(tf.data.AUTOTUNE)

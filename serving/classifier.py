@@ -16,17 +16,17 @@ Signatures:
 
 import tensorflow as tf
 
+import modeling
+from plumbing import tf_example
 from serving import export
 from serving import packing
 
 
-class ClassifierServer(tf.Module):
+class ClassifierServer(export.Server):
   """What the SavedModel holds: the model, the tokenizer and the labels."""
 
   def __init__(self, model, tokenizer, max_seq_length, label_list, is_regression=False):
-    super().__init__(name="classifier_server")
-    self.model = model
-    self.tokenizer = tokenizer
+    super().__init__(model, tokenizer, name="classifier_server")
     self.max_seq_length = max_seq_length
     self.is_regression = is_regression
     self.labels = tf.constant([str(l) for l in label_list])
@@ -38,6 +38,8 @@ class ClassifierServer(tf.Module):
                              self.tokenizer.cls_id, self.tokenizer.sep_id)
 
   def outputs(self, features):
+    """The model run at the longest row's length, not max_seq_length."""
+    features = tf_example.trim_padding(features, 1)
     logits = self.model(features, training=False)["logits"]
     logits = tf.cast(logits, tf.float32)
     if self.is_regression:
@@ -74,9 +76,12 @@ def classifier_signatures(server, sentence_pair=True):
 
 
 def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                      label_list, is_regression=False, sentence_pair=True):
-  """Writes the classifier's SavedModel (see the module docstring); returns
-  export_dir."""
+                      label_list, is_regression=False, sentence_pair=True,
+                      precision="float32"):
+  """Writes the classifier's SavedModel (see the module docstring; `precision`:
+  export.in_precision); returns export_dir."""
+  model = export.in_precision(model, precision, lambda: modeling.BertClassifier(
+      model.config, num_labels=model.num_labels))
   server = ClassifierServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
                             max_seq_length, label_list, is_regression)
   return export.save(server, export_dir, classifier_signatures(server, sentence_pair))

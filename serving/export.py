@@ -9,6 +9,7 @@ behind an experimental flag); only tensorflow-text's ops are needed besides
 TensorFlow's own.
 """
 
+import keras
 import tensorflow as tf
 
 from modeling import fused
@@ -16,6 +17,50 @@ from plumbing import files
 from serving import tokenizer as tokenizer_lib
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+class Server(tf.Module):
+  """What a SavedModel holds: a model, its tokenizer, and the TensorFlow
+  variables the model reads.
+
+  The Keras model itself is not a tracked part of the module: Keras
+  variables wrap TensorFlow ones, and tracking both writes each weight
+  twice, once under the name TF Serving's loader restores and once under the
+  name the serving functions read, so that a TF1-style session (TF
+  Serving's) runs the functions on uninitialised variables. Tracking the
+  wrapped variables alone keeps one name per weight.
+  """
+
+  def __init__(self, model, tokenizer, name):
+    super().__init__(name=name)
+    object.__setattr__(self, "model", model)  # Not tracked (see above).
+    self.model_variables = [getattr(v, "value", v) for v in model.variables]
+    self.tokenizer = tokenizer
+
+
+PRECISIONS = ("float32", "bfloat16")
+
+
+def in_precision(model, precision, build):
+  """`model` itself for "float32"; for "bfloat16", a copy made by build()
+  under Keras's bfloat16 policy, holding the model's weights in bfloat16:
+  the SavedModel stores them so (half the bytes to read per request) and
+  its matrix products run in bfloat16. Embeddings, layer norms and the
+  attention softmax stay float32, as in mixed-precision training."""
+  if precision == "float32":
+    return model
+  if precision not in PRECISIONS:
+    raise ValueError("precision must be one of %s, not %r." % (PRECISIONS, precision))
+  previous = keras.config.dtype_policy()
+  keras.config.set_dtype_policy(precision)
+  try:
+    copy = build()
+  finally:
+    keras.config.set_dtype_policy(previous)
+  targets = copy.original_names()
+  for name, variable in model.original_names().items():
+    targets[name].assign(tf.cast(variable, targets[name].dtype))
+  return copy
 
 
 def text_spec(name):

@@ -13,17 +13,17 @@ Signatures:
 
 import tensorflow as tf
 
+import modeling
+from plumbing import tf_example
 from serving import export
 from serving import packing
 
 
-class MultipleChoiceServer(tf.Module):
+class MultipleChoiceServer(export.Server):
   """What a SWAG SavedModel holds: the model, the tokenizer, the sequence length."""
 
   def __init__(self, model, tokenizer, max_seq_length):
-    super().__init__(name="multiple_choice_server")
-    self.model = model
-    self.tokenizer = tokenizer
+    super().__init__(model, tokenizer, name="multiple_choice_server")
     self.max_seq_length = max_seq_length
 
   def features(self, context, start, endings):
@@ -39,6 +39,8 @@ class MultipleChoiceServer(tf.Module):
             for name in export.FEATURE_NAMES}
 
   def outputs(self, features):
+    """The model run at the longest row's length, not max_seq_length."""
+    features = tf_example.trim_padding(features, 1)
     probabilities = tf.cast(self.model(features, training=False)["probabilities"], tf.float32)
     return {"probabilities": probabilities,
             "prediction": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
@@ -69,8 +71,12 @@ def multiple_choice_signatures(server):
   })
 
 
-def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq_length):
-  """Writes a SWAG model's SavedModel (see the module docstring); returns export_dir."""
+def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                           precision="float32"):
+  """Writes a SWAG model's SavedModel (see the module docstring; `precision`:
+  export.in_precision); returns export_dir."""
+  model = export.in_precision(model, precision, lambda: modeling.BertMultipleChoice(
+      model.config, num_choices=model.num_choices))
   server = MultipleChoiceServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
                                 max_seq_length)
   return export.save(server, export_dir, multiple_choice_signatures(server))

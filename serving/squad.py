@@ -15,20 +15,19 @@ Signatures:
 
 import tensorflow as tf
 
+import modeling
 from serving import export
 from serving import squad_ops
 
 
-class SpanServer(tf.Module):
+class SpanServer(export.Server):
   """What a SQuAD SavedModel holds: the span model, the tokenizer and the
   run_squad.py settings its answers depend on."""
 
   def __init__(self, model, tokenizer, max_seq_length=384, doc_stride=128,
                max_query_length=64, n_best_size=20, max_answer_length=30,
                version_2_with_negative=False, null_score_diff_threshold=0.0):
-    super().__init__(name="span_server")
-    self.model = model
-    self.tokenizer = tokenizer
+    super().__init__(model, tokenizer, name="span_server")
     self.settings = dict(
         max_seq_length=max_seq_length, doc_stride=doc_stride,
         max_query_length=max_query_length, n_best_size=n_best_size,
@@ -64,8 +63,12 @@ def span_signatures(server):
   })
 
 
-def export_span_predictor(model, export_dir, vocab_file, do_lower_case, **settings):
+def export_span_predictor(model, export_dir, vocab_file, do_lower_case, precision="float32",
+                          **settings):
   """Writes a SQuAD model's SavedModel; `settings` are SpanServer's keyword
-  arguments (run_squad.py's flags of the same names). Returns export_dir."""
+  arguments (run_squad.py's flags of the same names), `precision`:
+  export.in_precision. Returns export_dir."""
+  model = export.in_precision(model, precision,
+                              lambda: modeling.BertSpanPredictor(model.config))
   server = SpanServer(model, export.graph_tokenizer(vocab_file, do_lower_case), **settings)
   return export.save(server, export_dir, span_signatures(server))

@@ -1,7 +1,9 @@
 """The classifier SavedModel: loaded in a fresh process with TensorFlow and
-tensorflow-text only, its three signatures give the Python pipeline's
-features and probabilities; it holds no XLA-compiled function."""
+tensorflow-text only (also as TF Serving loads it: a TF1 session that
+restores the variables by name), its three signatures give the Python
+pipeline's features and probabilities; it holds no XLA-compiled function."""
 
+import collections
 import json
 import os
 import subprocess
@@ -47,8 +49,19 @@ sigs = loaded.signatures
 features = sigs["tokenize"](text_a=text_a, text_b=text_b)
 served = sigs["serving_default"](text_a=text_a, text_b=text_b)
 from_features = sigs["serve_features"](**features)
-ours = [m for m in sys.modules if m.split(".")[0] in ("modeling", "data_prep")]
+# As tensorflow_model_server loads it: the graph, the variables restored by
+# their names, a session running the signature.
+with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+  meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], export_dir)
+  signature = meta.signature_def["serving_default"]
+  session_probabilities = session.run(
+      signature.outputs["probabilities"].name,
+      {signature.inputs["text_a"].name: [a for a, _ in pairs],
+       signature.inputs["text_b"].name: [b for _, b in pairs]})
+ours = [m for m in sys.modules
+        if m.split(".")[0] in ("modeling", "data_prep", "serving", "tasks", "plumbing")]
 np.savez(out_file, project_modules=np.array(len(ours)),
+         session_probabilities=session_probabilities,
          labels=served["label"].numpy().astype(str),
          probabilities=served["probabilities"].numpy(),
          feature_probabilities=from_features["probabilities"].numpy(),
@@ -96,6 +109,7 @@ def test_fresh_process_gets_the_python_pipeline(exported, tmp_path):
   probabilities = tf.nn.softmax(model(inputs, training=False)["logits"]).numpy()
   np.testing.assert_allclose(served["probabilities"], probabilities, rtol=0, atol=1e-5)
   np.testing.assert_allclose(served["feature_probabilities"], probabilities, rtol=0, atol=1e-5)
+  np.testing.assert_allclose(served["session_probabilities"], probabilities, rtol=0, atol=1e-5)
   assert served["labels"].tolist() == [str(i) for i in probabilities.argmax(1)]
 
 
@@ -124,3 +138,41 @@ def test_single_sentence_export_takes_text_a_only(tmp_path):
   features = loaded.signatures["tokenize"](text_a=tf.constant(["a sentence", "another one"]))
   expected = model(features, training=False)["logits"].numpy().reshape(-1)
   np.testing.assert_allclose(score.numpy(), expected, rtol=0, atol=1e-5)
+
+
+def test_features_run_at_the_longest_row(exported):
+  """serve_features takes any length up to max_seq_length; the model runs
+  at the longest real row either way, with the same outputs."""
+  _, export_dir = exported
+  serve = tf.saved_model.load(export_dir).signatures["serve_features"]
+  ids = np.zeros([2, MAX_SEQ_LENGTH], np.int32)
+  ids[0, :5] = [101, 2023, 2003, 1037, 102]
+  ids[1, :9] = [101, 2178, 2028, 102, 1037, 2062, 2936, 2028, 102]
+  mask = (ids > 0).astype(np.int32)
+  segments = np.zeros_like(ids)
+  segments[1, 4:9] = 1
+  padded = serve(input_ids=ids, input_mask=mask, segment_ids=segments)["probabilities"]
+  cut = serve(input_ids=ids[:, :9], input_mask=mask[:, :9],
+              segment_ids=segments[:, :9])["probabilities"]
+  np.testing.assert_allclose(padded.numpy(), cut.numpy(), rtol=0, atol=1e-6)
+
+
+def test_bfloat16_export_stores_bfloat16_weights_and_agrees(exported, tmp_path):
+  model, export_dir = exported
+  half = serving_classifier.export_classifier(
+      model, str(tmp_path / "bf16"), shared_path(UNCASED), do_lower_case=True,
+      max_seq_length=MAX_SEQ_LENGTH, label_list=["0", "1"], precision="bfloat16")
+  assert export.xla_functions(half) == []
+  stored = collections.Counter(tf.train.load_checkpoint(os.path.join(
+      half, "variables", "variables")).get_variable_to_dtype_map().values())
+  names = model.original_names()
+  kept = [n for n in names if "LayerNorm" in n or n.startswith("bert/embeddings/")]
+  assert stored[tf.float32] == len(kept)  # Embeddings and layer norms.
+  assert stored[tf.bfloat16] == len(names) - len(kept)  # Every matrix and bias.
+  texts = dict(text_a=tf.constant([a for a, _ in STRESS_PAIRS]),
+               text_b=tf.constant([b for _, b in STRESS_PAIRS]))
+  full = tf.saved_model.load(export_dir).signatures["serving_default"](**texts)
+  reduced = tf.saved_model.load(half).signatures["serving_default"](**texts)
+  # bfloat16 keeps 8 bits of mantissa: probabilities within a few 1e-3.
+  np.testing.assert_allclose(reduced["probabilities"], full["probabilities"], rtol=0, atol=0.02)
+

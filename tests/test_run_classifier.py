@@ -18,6 +18,7 @@ from conftest import (REPO_ROOT, SHARED_DATA, assert_three_steps_match, data_fil
 from data_prep import tokenization
 import modeling
 from modeling import losses
+from plumbing import tf_example
 from tasks.classification import features as classifier_features
 from tasks.classification import glue
 from tasks.classification import outputs
@@ -78,8 +79,11 @@ REFERENCE_RUNS = {  # reference dir -> (task, max_seq_length, batch size)
 }
 
 
-@pytest.mark.parametrize("name", sorted(REFERENCE_RUNS))
+@pytest.mark.parametrize("name", sorted(REFERENCE_RUNS) + ["MRPC_batch7+fixed_length"])
 def test_eval_and_predict_reproduce_the_original(tmp_path, name):
+  """By default batches of similar length, each cut to its longest row;
+  +fixed_length runs every batch at max_seq_length, as the original."""
+  name, _, variant = name.partition("+")
   task, max_seq_length, batch_size = REFERENCE_RUNS[name]
   with open(data_file(REF + name + "/records.json")) as f:
     reference = json.load(f)
@@ -90,8 +94,11 @@ def test_eval_and_predict_reproduce_the_original(tmp_path, name):
       "--vocab_file=" + shared_path(UNCASED), "--bert_config_file=" + CONFIG,
       "--init_checkpoint=" + task_checkpoint(tmp_path, task),
       "--max_seq_length=%d" % max_seq_length, "--eval_batch_size=%d" % batch_size,
-      "--predict_batch_size=%d" % batch_size, "--output_dir=%s" % output_dir])
+      "--predict_batch_size=%d" % batch_size, "--output_dir=%s" % output_dir,
+      "--pad_to_max_seq_length=%s" % (variant == "fixed_length")])
   assert result.returncode == 0, result.stderr[-3000:]
+  if variant != "fixed_length":
+    assert "in batches of similar length" in result.stderr
 
   ours = _parse_results(output_dir / "eval_results.txt")
   theirs = _parse_results(data_file(REF + name + "/eval_results.txt"))
@@ -141,8 +148,10 @@ def test_processors_return_the_original_examples():
   assert checked >= 10
 
 
-def test_three_training_steps_match_the_original(tmp_path):
-  """Classifier loss + the original optimizer, step for step (no dropout)."""
+@pytest.mark.parametrize("trimmed", [False, True])
+def test_three_training_steps_match_the_original(tmp_path, trimmed):
+  """Classifier loss + the original optimizer, step for step (no dropout);
+  `trimmed`: each batch cut to its longest row, as training runs by default."""
   reference = dict(np.load(data_file(REF + "train_steps.npz")))
   with open(CONFIG) as f:
     values = json.load(f)
@@ -162,6 +171,9 @@ def test_three_training_steps_match_the_original(tmp_path):
 
   batches = [{k: tf.constant(a[8 * step:8 * step + 8]) for k, a in zip(
       ("input_ids", "input_mask", "segment_ids", "label_ids"), arrays)} for step in range(3)]
+  if trimmed:
+    batches = [tf_example.trim_padding(b, 8) for b in batches]
+    assert max(b["input_ids"].shape[1] for b in batches) < 128
   assert_three_steps_match(model, losses.ClassifierLoss(), batches, reference)
 
 

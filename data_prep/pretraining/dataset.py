@@ -13,6 +13,7 @@ full batches can be read (a small file wraps around), as the original did;
 import tensorflow as tf
 
 from data_prep.pretraining import records
+from plumbing import tf_example
 from plumbing.errors import UserError
 
 
@@ -36,33 +37,41 @@ def check_record_shapes(input_files, max_seq_length, max_predictions_per_seq):
 
 
 def left_to_right(features):
-  """One decoded record as a left-to-right language-model example: the
-  masked tokens restored (`masked_lm_ids` holds the originals), and as
-  "masked" predictions the next token at every position but the last, weighted
-  by whether that next token is real. So the same records, loss and metrics
-  serve the paper's LTR ablation."""
+  """Decoded records (one, or a batch) as left-to-right language-model
+  examples: the masked tokens restored (`masked_lm_ids` holds the
+  originals), and as "masked" predictions the next token at every position
+  but the last, weighted by whether that next token is real. So the same
+  records, loss and metrics serve the paper's LTR ablation. On a batch cut
+  to its longest row (tf_example.trim_padding) the predictions stop there
+  too; the ones dropped had weight 0."""
   input_ids = features["input_ids"]
-  length = input_ids.shape[0]
+  length = tf.shape(input_ids)[-1]
   weights = tf.cast(features["masked_lm_weights"] > 0, tf.int32)
-  marked = tf.one_hot(features["masked_lm_positions"], length, dtype=tf.int32) * weights[:, None]
-  restored = tf.reduce_sum(marked * features["masked_lm_ids"][:, None], axis=0)
-  input_ids = tf.where(tf.reduce_sum(marked, axis=0) > 0, restored, input_ids)
+  # [..., predictions, length]: where each real masked position is.
+  marked = tf.one_hot(features["masked_lm_positions"], length, dtype=tf.int32) * weights[
+      ..., None]
+  restored = tf.reduce_sum(marked * features["masked_lm_ids"][..., None], axis=-2)
+  input_ids = tf.where(tf.reduce_sum(marked, axis=-2) > 0, restored, input_ids)
   features = dict(features, input_ids=input_ids)
-  features["masked_lm_positions"] = tf.range(length - 1, dtype=tf.int32)
-  features["masked_lm_ids"] = input_ids[1:]
-  features["masked_lm_weights"] = tf.cast(features["input_mask"][1:], tf.float32)
+  features["masked_lm_positions"] = tf.broadcast_to(
+      tf.range(length - 1, dtype=tf.int32), tf.shape(input_ids[..., 1:]))
+  features["masked_lm_ids"] = input_ids[..., 1:]
+  features["masked_lm_weights"] = tf.cast(features["input_mask"][..., 1:], tf.float32)
   return features
 
 
 def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
                         batch_size, is_training, num_cpu_threads=4, seed=0,
-                        repeat=True, input_context=None, objective="mlm_nsp"):
+                        repeat=True, input_context=None, objective="mlm_nsp",
+                        trim_to_multiple=None):
   """Batches of feature dicts from `input_files` (see the module docstring).
 
   `input_context` (from tf.distribute) shards files across input pipelines,
   as for multi-worker training; `batch_size` is then per pipeline.
-  `objective="ltr"` turns each record into a left-to-right example
-  (`left_to_right`); the others read records as they are.
+  `objective="ltr"` turns records into left-to-right examples
+  (`left_to_right`); the others read records as they are. With
+  `trim_to_multiple`, each batch is cut to its longest row, rounded up to a
+  multiple of it (tf_example.trim_padding): the same losses and metrics.
   """
   spec = records.example_spec(max_seq_length, max_predictions_per_seq)
   if is_training:
@@ -84,7 +93,10 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
     d = tf.data.TFRecordDataset(list(input_files))
     if repeat:
       d = d.repeat()
-  decode = (lambda r: left_to_right(spec.decode(r))) if objective == "ltr" else spec.decode
-  d = d.map(decode, num_parallel_calls=num_cpu_threads, deterministic=True)
+  d = d.map(spec.decode, num_parallel_calls=num_cpu_threads, deterministic=True)
   d = d.batch(batch_size, drop_remainder=is_training or repeat)
+  if trim_to_multiple:
+    d = d.map(lambda f: tf_example.trim_padding(f, trim_to_multiple))
+  if objective == "ltr":
+    d = d.map(left_to_right)
   return d.prefetch(tf.data.AUTOTUNE)

@@ -22,12 +22,11 @@ RawResult = collections.namedtuple("RawResult",
                                    ["unique_id", "start_logits", "end_logits"])
 
 
-def raw_results(unique_ids, start_logits, end_logits, count):
-  """RawResults of the first `count` rows of the model's outputs (numpy, in
-  feature order; rows past `count` fill the last batch)."""
+def raw_results(unique_ids, start_logits, end_logits):
+  """RawResults of the model's outputs (numpy arrays, a row per feature)."""
   return [RawResult(unique_id=int(u), start_logits=[float(x) for x in s],
                     end_logits=[float(x) for x in e])
-          for u, s, e in zip(unique_ids[:count], start_logits, end_logits)]
+          for u, s, e in zip(unique_ids, start_logits, end_logits)]
 
 _Candidate = collections.namedtuple(
     "_Candidate", ["feature_index", "start_index", "end_index", "start_logit",

@@ -91,7 +91,8 @@ def main(_):
       records = features.read_records(path, seq, task.is_regression, is_training=True,
                                       seed=FLAGS.seed, input_context=input_context)
       return tf_example.batched(records, per_replica_batch, drop_remainder=True,
-                                trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
+                                trim_to_multiple=run_flags.trim_to_multiple(FLAGS),
+                                group_by_length=FLAGS.group_by_length)
     step = training.train(strategy, model, losses.ClassifierLoss(task.is_regression),
                           dataset_fn, run_flags.fine_tuning_settings(FLAGS, len(examples)),
                           counts=[("Num examples", len(examples))]).step

@@ -57,6 +57,11 @@ flags.DEFINE_bool("pad_to_max_seq_length", None,
                   "Default: True on TPUs (--use_tpu or --distribution_strategy=tpu; "
                   "they want static shapes) and in run_squad.py (its span head scores "
                   "padding positions too, as the original's), else False.")
+flags.DEFINE_bool("group_by_length", False,
+                  "Fine-tuning: make each training batch from examples of about the same "
+                  "length (as Hugging Face's group_by_length), so that batches carry "
+                  "little padding. Faster on data of mixed lengths, but it changes "
+                  "which examples share a batch (not the original's batches).")
 flags.DEFINE_integer("padding_multiple", 8,
                      "Round each batch's length up to a multiple of this: at most "
                      "max_seq_length / padding_multiple distinct shapes (with --use_xla "

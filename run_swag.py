@@ -76,7 +76,8 @@ def main(_):
       records = swag.read_records(path, seq, is_training=True, seed=FLAGS.seed,
                                   input_context=input_context)
       return tf_example.batched(records, per_replica_batch, drop_remainder=True,
-                                trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
+                                trim_to_multiple=run_flags.trim_to_multiple(FLAGS),
+                                group_by_length=FLAGS.group_by_length)
     step = training.train(strategy, model, losses.ClassifierLoss(), dataset_fn,
                           run_flags.fine_tuning_settings(FLAGS, len(examples)),
                           counts=[("Num examples", len(examples))]).step

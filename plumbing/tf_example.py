@@ -229,6 +229,13 @@ def trimmed_length(input_mask, multiple):
   return tf.minimum(rounded, tf.shape(input_mask)[-1])
 
 
+def _length_bucket(features, multiple):
+  """The multiple a record's real length rounds up to (int64, for tf.data)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  length = tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"], tf.int64), axis=-1))
+  return (length + multiple - 1) // multiple
+
+
 def trim_padding(features, multiple):
   """A batch without the padding columns no row needs: the sequence features
   cut to `trimmed_length`. Real tokens come first in every row and padding
@@ -239,11 +246,21 @@ def trim_padding(features, multiple):
           for name, value in features.items()}
 
 
-def batched(records, batch_size, drop_remainder=False, trim_to_multiple=None):
+def batched(records, batch_size, drop_remainder=False, trim_to_multiple=None,
+            group_by_length=False):
   """Batches of `records` (feature dicts), prefetched; with
-  `trim_to_multiple`, each cut to its longest row (trim_padding)."""
+  `trim_to_multiple`, each cut to its longest row (trim_padding). With
+  `group_by_length` (and trim_to_multiple), records of about the same length
+  (the same multiple) are batched together as they come: for a repeated,
+  shuffled training stream, every batch is full and needs no padding, but
+  batches are no longer consecutive records."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  d = records.batch(batch_size, drop_remainder=drop_remainder)
+  if group_by_length and trim_to_multiple:
+    d = records.group_by_window(
+        key_func=lambda f: _length_bucket(f, trim_to_multiple), window_size=batch_size,
+        reduce_func=lambda _, window: window.batch(batch_size, drop_remainder=drop_remainder))
+  else:
+    d = records.batch(batch_size, drop_remainder=drop_remainder)
   if trim_to_multiple:
     d = d.map(lambda f: trim_padding(f, trim_to_multiple),
               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -261,11 +278,7 @@ def length_grouped_batches(records, batch_size, multiple, index_name="example_in
   def with_index(index, features):
     return dict(features, **{index_name: tf.cast(index, tf.int32)})
 
-  def bucket(features):
-    length = tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"], tf.int64), axis=-1))
-    return (length + multiple - 1) // multiple
-
   d = records.enumerate().map(with_index)
-  d = d.group_by_window(key_func=bucket, window_size=batch_size,
+  d = d.group_by_window(key_func=lambda f: _length_bucket(f, multiple), window_size=batch_size,
                         reduce_func=lambda _, window: window.batch(batch_size))
   return d.map(lambda f: trim_padding(f, multiple)).prefetch(tf.data.AUTOTUNE)

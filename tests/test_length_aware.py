@@ -147,3 +147,18 @@ def test_pretraining_batches_trimmed_give_the_same_loss(objective):
     assert (batch["input_ids"].shape[1] < 128) == (multiple is not None)
     values.append(float(loss_fn(model, batch, loss_fn.totals(batch))))
   assert values[0] == pytest.approx(values[1], abs=1e-5)
+
+
+def test_training_batches_grouped_by_length_are_full_and_of_one_length():
+  lengths = np.random.default_rng(4).integers(1, SEQ + 1, 30)
+
+  def batches():  # A new pipeline each time, as a resumed run builds it.
+    stream = _dataset(_features(lengths)).repeat().shuffle(30, seed=1)
+    return list(tf_example.batched(stream, 4, drop_remainder=True, trim_to_multiple=8,
+                                   group_by_length=True).take(20))
+  first = batches()
+  for batch in first:
+    real = batch["input_mask"].numpy().sum(1)
+    assert batch["input_ids"].shape[0] == 4
+    assert ((real + 7) // 8 * 8 == batch["input_ids"].shape[1]).all()
+  assert all(np.array_equal(a["input_ids"], b["input_ids"]) for a, b in zip(first, batches()))

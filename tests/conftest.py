@@ -83,6 +83,45 @@ def kill_at_checkpoint(command, output_dir, checkpoint_name, timeout=300):
   proc.wait()
 
 
+def guessing_baselines(record_file, max_seq_length, max_predictions_per_seq, next_token=False):
+  """What a model that ignores context can do on pre-training records: the
+  share of the commonest label and the entropy (nats) of the labels, for the
+  masked tokens, or with `next_token` for every next token (the LTR
+  objective). A model that learned from context beats both."""
+  import collections  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from data_prep.pretraining import records  # pylint: disable=g-import-not-at-top
+  spec = records.example_spec(max_seq_length, max_predictions_per_seq)
+  labels = []
+  for raw in tf.data.TFRecordDataset(record_file):
+    features = {k: v.numpy() for k, v in spec.decode(raw).items()}
+    if next_token:  # The original tokens, masking undone, after the first.
+      ids = features["input_ids"].copy()
+      real = features["masked_lm_weights"] > 0
+      ids[features["masked_lm_positions"][real]] = features["masked_lm_ids"][real]
+      labels += ids[1:features["input_mask"].sum()].tolist()
+    else:
+      labels += features["masked_lm_ids"][features["masked_lm_weights"] > 0].tolist()
+  counts = np.array(list(collections.Counter(labels).values()), np.float64) / len(labels)
+  return counts.max(), float(-(counts * np.log(counts)).sum())
+
+
+def assert_trained_between(earlier, later):
+  """Most trained variables differ between two of our checkpoints (prefixes
+  or directories): training ran between them, rather than a resumed run
+  stopping at once."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  readers = [tf.train.load_checkpoint(c) for c in (earlier, later)]
+  # Weights and optimizer slots (a weight is stored once, under the first
+  # path that reaches it: often the optimizer's), not the step counters.
+  names = [n for n in readers[0].get_variable_to_shape_map()
+           if n.startswith(("model/", "optimizer/")) and n.endswith("VARIABLE_VALUE")
+           and "iterations" not in n]
+  changed = [n for n in names if np.abs(
+      readers[0].get_tensor(n).astype(np.float64) - readers[1].get_tensor(n)).max() > 1e-5]
+  assert len(changed) > len(names) // 2, (len(changed), len(names))
+
+
 def assert_three_steps_match(model, loss_fn, batches, reference):
   """Trains `model` 3 steps on `batches` with the original optimizer
   (learning rate 2e-3, 6 training steps, 2 warm-up) and compares with a

@@ -46,7 +46,7 @@ def _records(pattern):
 ])
 def test_records_are_the_sharded_modes(tmp_path, masking, beam_options):
   corpus = _corpus_dir(tmp_path)
-  common = ["--input_file=%s/*" % corpus, "--vocab_file=" + shared_path(
+  common = ["--input_file=%s/*" % corpus, "--vocab_file=" + data_file(
       "vocab/bert_uncased_vocab.txt"), "--max_seq_length=64", "--max_predictions_per_seq=8",
             "--dupe_factor=2", "--random_seed=7"] + masking
   sharded = _python(["-m", "data_prep.create_pretraining_data",
@@ -68,7 +68,7 @@ def test_records_are_the_sharded_modes(tmp_path, masking, beam_options):
 
 def test_bad_input_stops_before_the_pipeline(tmp_path):
   corpus = _corpus_dir(tmp_path)
-  vocab = shared_path("vocab/bert_uncased_vocab.txt")
+  vocab = data_file("vocab/bert_uncased_vocab.txt")
   bad_vocab = tmp_path / "vocab.txt"
   bad_vocab.write_text("[PAD]\nthe\n")
   out = tmp_path / "out"
@@ -96,7 +96,7 @@ def test_failed_pipeline_leaves_no_output_files(tmp_path):
   out = tmp_path / "out"
   result = _python(["-m", "data_prep.beam_pretraining_data", "--output_dir=%s" % out,
                     "--input_file=%s/*" % corpus,
-                    "--vocab_file=" + shared_path("vocab/bert_uncased_vocab.txt"),
+                    "--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"),
                     "--max_seq_length=64", "--dupe_factor=1"])
   assert result.returncode == 1
   errors = [l for l in result.stderr.splitlines() if l.startswith(PROGRAM_ERROR)]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import shared_path
+from conftest import data_file, shared_path
 from data_prep import tokenization
 from plumbing.errors import UserError
 from serving import packing
@@ -16,7 +16,7 @@ UNCASED = "vocab/bert_uncased_vocab.txt"
 
 @pytest.fixture(scope="module")
 def tokenizer():
-  return tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
+  return tokenization.FullTokenizer(data_file(UNCASED), do_lower_case=True)
 
 
 def _glue(task):

@@ -5,9 +5,7 @@ import os
 import subprocess
 import sys
 
-import pytest
-
-from conftest import REPO_ROOT, data_file, shared_path
+from conftest import REPO_ROOT, data_file
 
 EVAL_REF = "eval_reference/"
 
@@ -61,7 +59,7 @@ def test_convert_checkpoint_and_run_pretraining(tmp_path):
 
 def _classifier(tmp_path, data_dir, *extra):
   return _run(["run_classifier.py"], "--task_name=MRPC", "--do_eval",
-              "--data_dir=%s" % data_dir, "--vocab_file=" + shared_path("vocab/bert_uncased_vocab.txt"),
+              "--data_dir=%s" % data_dir, "--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"),
               "--bert_config_file=" + data_file(EVAL_REF + "bert_config.json"),
               "--output_dir=%s" % (tmp_path / "out"), *extra)
 
@@ -99,7 +97,7 @@ def test_run_classifier_bad_inputs(tmp_path):
 
 
 def test_run_squad_bad_inputs(tmp_path):
-  common = ["--vocab_file=" + shared_path("vocab/bert_uncased_vocab.txt"),
+  common = ["--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"),
             "--bert_config_file=" + data_file(EVAL_REF + "bert_config.json"),
             "--output_dir=%s" % (tmp_path / "out"), "--do_predict",
             "--max_seq_length=64", "--max_query_length=16"]

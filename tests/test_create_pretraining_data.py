@@ -73,7 +73,7 @@ def run_reference(name, tmp_path, num_workers=1):
   inputs = [shared_path(p) for p in shared_inputs] + [data_file(p) for p in own_inputs]
   flag_values = dict(flag_values)
   do_lower_case = flag_values.pop("do_lower_case")
-  tokenizer = tokenization.FullTokenizer(shared_path(vocab), do_lower_case)
+  tokenizer = tokenization.FullTokenizer(data_file(vocab), do_lower_case)
   outputs = [str(tmp_path / ("%s_%d.tfrecord" % (name, i))) for i in range(num_outputs)]
   generator.generate(inputs, outputs, tokenizer, generator.Options(**flag_values),
                      num_workers=num_workers)
@@ -215,7 +215,7 @@ def test_cli_errors_name_the_problem_and_leave_no_output(tmp_path):
 
 
 def test_invalid_utf8_can_be_ignored_like_convert_to_unicode(tmp_path):
-  vocab = shared_path(UNCASED)
+  vocab = data_file(UNCASED)
   bad = tmp_path / "bad.txt"
   bad.write_bytes(b"The caf\xc3\xa9 is open.\nIt \xff\xfeserves tea.\n\nA new document here.\n")
   clean = tmp_path / "clean.txt"
@@ -232,7 +232,7 @@ def test_invalid_utf8_can_be_ignored_like_convert_to_unicode(tmp_path):
 
 
 def test_sharded_mode_is_deterministic_and_resumes(tmp_path):
-  vocab = shared_path(UNCASED)
+  vocab = data_file(UNCASED)
   out_dir = tmp_path / "shards"
   args = ["--input_file=%s,%s" % (data_file(CORPUS_A), data_file(CORPUS_B)),
           "--output_dir=" + str(out_dir), "--vocab_file=" + vocab,
@@ -266,7 +266,7 @@ def test_library_api_matches_original_records(tmp_path):
   caller's random.Random."""
   import random
   shared_inputs, _, vocab, _, flag_values = REFERENCE_RUNS["sample_wwm"]
-  tokenizer = tokenization.FullTokenizer(shared_path(vocab), do_lower_case=True)
+  tokenizer = tokenization.FullTokenizer(data_file(vocab), do_lower_case=True)
   rng = random.Random(flag_values["random_seed"])
   before = rng.getstate()
   instances = cpd.create_training_instances(

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, shared_path
+from conftest import REPO_ROOT, data_file, shared_path
 from data_prep import tokenization
 import modeling
 from serving import classifier as serving_classifier
@@ -75,7 +75,7 @@ def exported(tmp_path_factory):
   model = modeling.BertClassifier(modeling.BertConfig.from_json_file(CONFIG), num_labels=2)
   modeling.load_checkpoint(model, task_checkpoint(directory, "mrpc"), log=False)
   export_dir = str(directory / "savedmodel")
-  serving_classifier.export_classifier(model, export_dir, shared_path(UNCASED), do_lower_case=True,
+  serving_classifier.export_classifier(model, export_dir, data_file(UNCASED), do_lower_case=True,
                                        max_seq_length=MAX_SEQ_LENGTH, label_list=["0", "1"])
   return model, export_dir
 
@@ -96,7 +96,7 @@ def test_fresh_process_gets_the_python_pipeline(exported, tmp_path):
   served = dict(np.load(out_file))
   assert int(served["project_modules"]) == 0
 
-  tokenizer = tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
+  tokenizer = tokenization.FullTokenizer(data_file(UNCASED), do_lower_case=True)
   features = [classifier_features.convert_single_example(
       i, classifier_features.InputExample("x", a, b, "0"), ["0", "1"], MAX_SEQ_LENGTH, tokenizer)
       for i, (a, b) in enumerate(pairs)]
@@ -129,13 +129,24 @@ def test_single_sentence_export_takes_text_a_only(tmp_path):
   config = modeling.BertConfig.from_json_file(CONFIG)
   model = modeling.BertClassifier(config, num_labels=1)  # A regressor, as STS-B.
   export_dir = serving_classifier.export_classifier(
-      model, str(tmp_path / "single"), shared_path(UNCASED), True, 16, [None],
+      model, str(tmp_path / "single"), data_file(UNCASED), True, 16, [None],
       is_regression=True, sentence_pair=False)
   loaded = tf.saved_model.load(export_dir)
   serve = loaded.signatures["serving_default"]
   assert set(serve.structured_input_signature[1]) == {"text_a"}
-  score = serve(text_a=tf.constant(["a sentence", "another one"]))["score"]
-  features = loaded.signatures["tokenize"](text_a=tf.constant(["a sentence", "another one"]))
+  texts = ["A sentence, Héllo!", "another one, much longer than sixteen word pieces will be"]
+  score = serve(text_a=tf.constant(texts))["score"]
+  # The features FullTokenizer makes (the original's packing), not the
+  # export's own tokenize signature, say what the model must be run on.
+  tokenizer = tokenization.FullTokenizer(data_file(UNCASED), do_lower_case=True)
+  python = [classifier_features.convert_single_example(
+      i, classifier_features.InputExample("x", text, None, 0.0), [None], 16, tokenizer)
+            for i, text in enumerate(texts)]
+  features = {name: tf.constant([getattr(f, name) for f in python])
+              for name in ("input_ids", "input_mask", "segment_ids")}
+  exported = loaded.signatures["tokenize"](text_a=tf.constant(texts))
+  for name, value in features.items():
+    np.testing.assert_array_equal(exported[name].numpy(), value.numpy(), err_msg=name)
   expected = model(features, training=False)["logits"].numpy().reshape(-1)
   np.testing.assert_allclose(score.numpy(), expected, rtol=0, atol=1e-5)
 
@@ -160,7 +171,7 @@ def test_features_run_at_the_longest_row(exported):
 def test_bfloat16_export_stores_bfloat16_weights_and_agrees(exported, tmp_path):
   model, export_dir = exported
   half = serving_classifier.export_classifier(
-      model, str(tmp_path / "bf16"), shared_path(UNCASED), do_lower_case=True,
+      model, str(tmp_path / "bf16"), data_file(UNCASED), do_lower_case=True,
       max_seq_length=MAX_SEQ_LENGTH, label_list=["0", "1"], precision="bfloat16")
   assert export.xla_functions(half) == []
   stored = collections.Counter(tf.train.load_checkpoint(os.path.join(

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file, shared_path
+from conftest import REPO_ROOT, data_file
 
 REF = "extract_features_reference/"
 UNCASED = "vocab/bert_uncased_vocab.txt"
@@ -41,7 +41,7 @@ def extract(checkpoint, input_file, output_file, *extra):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   return subprocess.run(
       [sys.executable, "extract_features.py", "--input_file=%s" % input_file,
-       "--output_file=%s" % output_file, "--vocab_file=" + shared_path(UNCASED),
+       "--output_file=%s" % output_file, "--vocab_file=" + data_file(UNCASED),
        "--bert_config_file=" + data_file(REF + "bert_config.json"),
        "--init_checkpoint=" + checkpoint] + list(extra),
       cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, env=env)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import shared_path
+from conftest import data_file, shared_path
 from data_prep import tokenization
 from serving import squad_ops
 from serving import tokenizer as graph_tokenizer
@@ -23,7 +23,7 @@ MAX_SEQ, STRIDE, MAX_QUERY = 40, 3, 20
 
 @pytest.fixture(scope="module")
 def tokenizers():
-  vocab = shared_path(UNCASED)
+  vocab = data_file(UNCASED)
   return (tokenization.FullTokenizer(vocab, do_lower_case=True),
           graph_tokenizer.GraphTokenizer(vocab, do_lower_case=True))
 
@@ -127,7 +127,7 @@ FINAL_TEXT_CASES = [
 
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_final_text_is_get_final_text(do_lower_case):
-  graph = graph_tokenizer.GraphTokenizer(shared_path(UNCASED), do_lower_case=do_lower_case)
+  graph = graph_tokenizer.GraphTokenizer(data_file(UNCASED), do_lower_case=do_lower_case)
   pred, orig = zip(*FINAL_TEXT_CASES)
   got = tf.function(lambda p, o: squad_ops.final_text(graph, p, o))(
       tf.constant(pred), tf.constant(orig)).numpy()

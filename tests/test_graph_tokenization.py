@@ -85,7 +85,7 @@ def pairs():
   def get(vocab, do_lower_case):
     key = (vocab, do_lower_case)
     if key not in cache:
-      cache[key] = _Pair(shared_path(VOCABS[vocab]), do_lower_case)
+      cache[key] = _Pair(data_file(VOCABS[vocab]), do_lower_case)
     return cache[key]
 
   return get

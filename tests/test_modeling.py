@@ -170,8 +170,14 @@ def test_convert_checkpoint_cli_both_ways(tmp_path):
     return result
   keras_dir = tmp_path / "keras"
   convert(_ckpt(), str(keras_dir / "ckpt"), "keras")
+  # The intermediate is ours: object-based, none of the original's names.
+  intermediate = tf.train.load_checkpoint(str(keras_dir)).get_variable_to_shape_map()
+  assert "_CHECKPOINTABLE_OBJECT_GRAPH" in intermediate
+  assert not [n for n in intermediate if n.startswith(("bert/", "cls/"))]
+  assert checkpoints.is_object_based(str(keras_dir))
   back = str(tmp_path / "back" / "bert_model.ckpt")
   convert(str(keras_dir), back, "original")
+  assert not checkpoints.is_object_based(back)
   original = tf.train.load_checkpoint(_ckpt())
   converted = tf.train.load_checkpoint(back)
   names = set(original.get_variable_to_shape_map())

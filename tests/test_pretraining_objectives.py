@@ -3,7 +3,6 @@ the causal mask of the left-to-right model, its unmasked next-token data, and
 the masked LM without next-sentence prediction."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file, reference_config, shared_path
+from conftest import REPO_ROOT, data_file, guessing_baselines, reference_config, shared_path
 from data_prep.pretraining import dataset as pretraining_dataset
 from data_prep import tokenization
 import modeling
@@ -78,7 +77,7 @@ def test_left_to_right_examples_are_the_original_records_unmasked():
   """Restored segments are runs of the tokenized sample text (the masked
   ones, with [MASK] or random tokens, are not), and every position's target
   is the next token."""
-  tokenizer = tokenization.FullTokenizer(shared_path("vocab/bert_uncased_vocab.txt"), True)
+  tokenizer = tokenization.FullTokenizer(data_file("vocab/bert_uncased_vocab.txt"), True)
   with open(shared_path("sample_text.txt"), encoding="utf-8") as f:
     corpus = tokenizer.tokenize(f.read())
   index = {}
@@ -174,8 +173,11 @@ def test_ltr_run_learns_next_tokens_and_needs_a_causal_config(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   losses = [float(line.split("loss = ")[1].split(",")[0])
             for line in result.stderr.splitlines() if "step " in line and "loss = " in line]
-  assert losses[-1] < losses[0] - 1.0, losses
   results = _eval_results(out)
   assert "next_sentence_accuracy" not in results
-  # The next token of 23 overfit records: far above a unigram guess.
-  assert float(results["masked_lm_accuracy"]) > 0.2, results
+  # The next token of 23 records seen many times: far better than a model
+  # that ignores the tokens before (the next tokens' entropy, and the
+  # commonest token's share).
+  majority, entropy = guessing_baselines(RECORDS, 128, 20, next_token=True)
+  assert losses[0] > losses[-1] and losses[-1] < entropy / 2, (losses, entropy)
+  assert float(results["masked_lm_accuracy"]) > 3 * majority, (results, majority)

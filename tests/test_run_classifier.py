@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import (REPO_ROOT, SHARED_DATA, assert_three_steps_match, data_file,
+from conftest import (REPO_ROOT, assert_three_steps_match, assert_trained_between, data_file,
                       kill_at_checkpoint, shared_path)
 from data_prep import tokenization
 import modeling
@@ -91,7 +91,7 @@ def test_eval_and_predict_reproduce_the_original(tmp_path, name):
   result = run_classifier([
       "--task_name=" + task, "--do_eval", "--do_predict",
       "--data_dir=" + shared_path(reference["data_dir"]),
-      "--vocab_file=" + shared_path(UNCASED), "--bert_config_file=" + CONFIG,
+      "--vocab_file=" + data_file(UNCASED), "--bert_config_file=" + CONFIG,
       "--init_checkpoint=" + task_checkpoint(tmp_path, task),
       "--max_seq_length=%d" % max_seq_length, "--eval_batch_size=%d" % batch_size,
       "--predict_batch_size=%d" % batch_size, "--output_dir=%s" % output_dir,
@@ -126,26 +126,27 @@ def _examples_digest(examples):
   return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def test_processors_return_the_original_examples():
-  with open(data_file(REF + "examples.json"), encoding="utf-8") as f:
-    sets = json.load(f)["sets"]
-  checked = 0
-  for entry in sets:
-    if entry["task_name"] == "xnli":
-      processor = glue.XnliProcessor()
-      data_dir = data_file(REF + "xnli_data")
-    else:
-      processor = glue.get_processor(entry["task_name"])
-      data_dir = os.path.join(SHARED_DATA, entry["data_dir"])
-      if not os.path.isdir(data_dir):
-        continue
-    examples = getattr(processor, "get_%s_examples" % entry["split"])(data_dir)
-    assert len(examples) == entry["count"], entry
-    if "examples" in entry:
-      assert [[e.guid, e.text_a, e.text_b, e.label] for e in examples] == entry["examples"]
-    assert _examples_digest(examples) == entry["sha256"], entry
-    checked += 1
-  assert checked >= 10
+with open(data_file(REF + "examples.json"), encoding="utf-8") as _f:
+  EXAMPLE_SETS = json.load(_f)["sets"]
+
+
+@pytest.mark.parametrize("entry", EXAMPLE_SETS,
+                         ids=["%s-%s-%s" % (e["task_name"], e["data_dir"].split()[0], e["split"])
+                              for e in EXAMPLE_SETS])
+def test_processors_return_the_original_examples(entry):
+  """Every set the original's processors read (examples.json): XNLI from
+  this repository, the GLUE files from ../shared/data (skipped without it)."""
+  if entry["task_name"] == "xnli":
+    processor = glue.XnliProcessor()
+    data_dir = data_file(REF + "xnli_data")
+  else:
+    processor = glue.get_processor(entry["task_name"])
+    data_dir = shared_path(entry["data_dir"])
+  examples = getattr(processor, "get_%s_examples" % entry["split"])(data_dir)
+  assert len(examples) == entry["count"], entry
+  if "examples" in entry:
+    assert [[e.guid, e.text_a, e.text_b, e.label] for e in examples] == entry["examples"]
+  assert _examples_digest(examples) == entry["sha256"], entry
 
 
 @pytest.mark.parametrize("trimmed", [False, True])
@@ -160,7 +161,7 @@ def test_three_training_steps_match_the_original(tmp_path, trimmed):
   model.classifier.dropout.rate = 0.0  # The reference ran create_model(is_training=False).
   modeling.load_checkpoint(model, task_checkpoint(tmp_path, "mrpc"), log=False)
 
-  tokenizer = tokenization.FullTokenizer(shared_path(UNCASED), do_lower_case=True)
+  tokenizer = tokenization.FullTokenizer(data_file(UNCASED), do_lower_case=True)
   examples = glue.MrpcProcessor().get_dev_examples(
       shared_path("checks/classifier/MRPC"))[:24]
   features = classifier_features.convert_examples_to_features(examples, ["0", "1"], 128, tokenizer)
@@ -206,7 +207,7 @@ def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):
 
   def args(output_dir):  # 96 examples, batch 8: 12 steps, checkpoints at 6 and 12.
     return ["--task_name=MRPC", "--do_train", "--do_eval", "--data_dir=%s" % data,
-            "--vocab_file=" + shared_path(UNCASED), "--bert_config_file=" + CONFIG,
+            "--vocab_file=" + data_file(UNCASED), "--bert_config_file=" + CONFIG,
             "--init_checkpoint=" + data_file("eval_reference/model.ckpt"),
             "--max_seq_length=32", "--train_batch_size=8", "--num_train_epochs=1",
             "--learning_rate=1e-3", "--save_checkpoints_steps=6",
@@ -222,6 +223,7 @@ def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):
   result = run_classifier(args(killed))
   assert result.returncode == 0, result.stderr[-3000:]
   assert "Resuming from" in result.stderr
+  assert_trained_between(str(killed / "ckpt-6"), str(killed))  # To the last step.
   first = _parse_results(straight / "eval_results.txt")
   second = _parse_results(killed / "eval_results.txt")
   assert first["global_step"] == second["global_step"] == "12"

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, shared_path
+from conftest import REPO_ROOT, data_file
 
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
 CONTEXTS = ["The man walks into the room.", "A woman sits on the bench.",
@@ -58,7 +58,7 @@ def run_swag(args, timeout=600):
 
 def _flags(data_dir, output_dir, config):
   return ["--data_dir=%s" % data_dir, "--output_dir=%s" % output_dir,
-          "--vocab_file=" + shared_path("vocab/bert_uncased_vocab.txt"),
+          "--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"),
           "--bert_config_file=" + config, "--max_seq_length=24"]
 
 

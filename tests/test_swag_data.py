@@ -4,7 +4,7 @@ format written here (the data cannot be downloaded) and hand-made tokens."""
 import numpy as np
 import pytest
 
-from conftest import shared_path
+from conftest import data_file, shared_path
 from data_prep import tokenization
 from plumbing.errors import UserError
 from tasks import swag
@@ -26,7 +26,7 @@ def _write(path, lines):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-  return tokenization.FullTokenizer(shared_path("vocab/bert_uncased_vocab.txt"), True)
+  return tokenization.FullTokenizer(data_file("vocab/bert_uncased_vocab.txt"), True)
 
 
 def test_reads_the_published_columns(tmp_path):
@@ -67,7 +67,7 @@ def test_missing_file_names_the_data_dir(tmp_path):
 def test_four_sequences_by_hand(tmp_path, tokenizer):
   example = swag.read_swag_examples(
       _write(tmp_path / "val.csv", [HEADER] + ROWS), True)[0]
-  vocab = tokenization.load_vocab(shared_path("vocab/bert_uncased_vocab.txt"))
+  vocab = tokenization.load_vocab(data_file("vocab/bert_uncased_vocab.txt"))
   ids, masks, segments = swag.choice_features(example, tokenizer, 16)
   context = ["[CLS]", "the", "man", "sits", "down", ".", "[SEP]"]
   expected = [context + ["he", "smiles", ".", "[SEP]"],

@@ -27,7 +27,7 @@ def tokenizers():
     key = (vocab, do_lower_case)
     if key not in cache:
       cache[key] = tokenization.FullTokenizer(
-          shared_path(VOCABS[vocab]), do_lower_case=do_lower_case)
+          data_file(VOCABS[vocab]), do_lower_case=do_lower_case)
     return cache[key]
 
   return get

@@ -149,23 +149,6 @@ def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer,
   return input_start, input_end
 
 
-def _check_is_max_context(doc_spans, cur_span_index, position):
-  """Whether window `cur_span_index` is the max-context one for `position`
-  (windows as (start, length) pairs or objects with .start/.length)."""
-  best_score = None
-  best_index = None
-  for index, span in enumerate(doc_spans):
-    start, length = (span.start, span.length) if hasattr(span, "start") else span
-    end = start + length - 1
-    if position < start or position > end:
-      continue
-    score = min(position - start, end - position) + 0.01 * length
-    if best_score is None or score > best_score:
-      best_score = score
-      best_index = index
-  return cur_span_index == best_index
-
-
 def _answer_token_span(example, doc, tokenizer):
   """Token positions of a training answer in the whole document."""
   all_tokens, _, _, orig_to_tok = doc

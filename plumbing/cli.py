@@ -47,19 +47,19 @@ def parse_known_flags(argv):
     sys.exit(EXIT_USER_ERROR)
 
 
-def run(main, flags_parser=None):
-  """absl's app.run(main), with input errors reported as one line."""
-  def guarded_main(argv):
+def run(main, flags_parser=None, argv=None):
+  """absl's app.run(main), with input errors reported as one line. `argv`
+  defaults to sys.argv (tests pass their own, to run cases in one process)."""
+  argv = list(sys.argv if argv is None else argv)
+
+  def guarded_main(args):
     try:
-      return main(argv)
+      return main(args)
     except _user_error_types() as error:
       if flags.FLAGS.traceback:
         raise
-      program = sys.argv[0].rsplit("/", 1)[-1]
+      program = argv[0].rsplit("/", 1)[-1]
       sys.stderr.write("%s: error: %s\n" % (program, _one_line(error)))
       sys.stderr.flush()
       sys.exit(EXIT_USER_ERROR)
-  if flags_parser is None:
-    app.run(guarded_main)
-  else:
-    app.run(guarded_main, flags_parser=flags_parser)
+  app.run(guarded_main, argv=argv, flags_parser=flags_parser or app.parse_flags_with_usage)

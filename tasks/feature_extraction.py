@@ -26,6 +26,7 @@ import re
 import tempfile
 import zipfile
 
+from absl import logging
 import numpy as np
 
 from plumbing.errors import UserError
@@ -70,10 +71,7 @@ def _example(input_file, number, raw):
   except UnicodeDecodeError as e:
     raise UserError("%s:%d: not UTF-8 (byte %d of the line); convert the file to "
                     "UTF-8." % (input_file, number, e.start + 1)) from None
-  line = line.strip()
-  if not line:
-    raise UserError("%s:%d: empty line; give one text, or `A ||| B`, per line." %
-                    (input_file, number))
+  line = line.strip()  # An empty line is an empty text: [CLS] [SEP], as the original.
   match = _PAIR.match(line)
   if match is None:
     return InputExample(number - 1, line, None)
@@ -81,10 +79,14 @@ def _example(input_file, number, raw):
 
 
 def check_input(input_file):
-  """The number of lines, after checking every one (UTF-8, not empty)."""
+  """The number of lines, after checking that every one is UTF-8. An empty
+  line is kept, as the original keeps it (its features are [CLS] [SEP], so
+  output lines stay aligned with input lines), with a warning."""
   count = 0
   for number, raw in _lines(input_file):
-    _example(input_file, number, raw)
+    if not _example(input_file, number, raw).text_a:
+      logging.warning("%s:%d: empty line: its features are those of [CLS] [SEP].",
+                      input_file, number)
     count = number
   if not count:
     raise UserError("%s is empty." % input_file)

@@ -18,6 +18,26 @@ if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
 
+def run_cli_cases(entry_point, cases, timeout=600):
+  """Runs each argument list of `cases` through `entry_point` (run_x.py or a
+  package.module) in one process (tests/cli_cases.py); returns objects with
+  `returncode` and `stderr`, one per case."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+  import types  # pylint: disable=g-import-not-at-top
+  with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    json.dump([[str(a) for a in case] for case in cases], f)
+  try:
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "tests", "cli_cases.py"), entry_point, f.name],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  finally:
+    os.remove(f.name)
+  lines = [l for l in result.stdout.splitlines() if l.startswith("CASES ")]
+  assert result.returncode == 0 and lines, result.stderr[-3000:]
+  return [types.SimpleNamespace(**r) for r in json.loads(lines[-1][len("CASES "):])]
+
+
 def shared_path(relative):
   """Path of a file in ../shared/data; skips the test where it is absent."""
   path = os.path.join(SHARED_DATA, relative)

@@ -1,19 +1,16 @@
 """Every command-line entry point reports a user's mistake as one line naming
-the file, line or flag, exits with status 1, and prints no traceback."""
+the file, line or flag, exits with status 1, and prints no traceback.
+
+The cases of one entry point run in one process (conftest.run_cli_cases,
+through the entry point's own main and plumbing.cli.run); the scripts' real
+`python run_x.py` entry points are run by their own tests."""
 
 import os
-import subprocess
-import sys
 
-from conftest import REPO_ROOT, data_file
+from conftest import data_file, run_cli_cases
 
 EVAL_REF = "eval_reference/"
-
-
-def _run(command, *args):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.run([sys.executable] + command + list(args), cwd=REPO_ROOT,
-                        capture_output=True, text=True, timeout=300, env=env)
+UNCASED = data_file("vocab/bert_uncased_vocab.txt")
 
 
 def _assert_one_line_error(result, program, *fragments):
@@ -30,87 +27,84 @@ def test_create_pretraining_data_and_learn_vocab(tmp_path):
   vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
   corpus = tmp_path / "corpus.txt"
   corpus.write_text("hello hello.\n")
-  result = _run(["-m", "data_prep.create_pretraining_data"], "--input_file=%s" % corpus,
-                "--output_file=%s" % (tmp_path / "out.tfrecord"), "--vocab_file=%s" % vocab)
+  (result,) = run_cli_cases("data_prep.create_pretraining_data", [[
+      "--input_file=%s" % corpus, "--output_file=%s" % (tmp_path / "out.tfrecord"),
+      "--vocab_file=%s" % vocab]])
   _assert_one_line_error(result, "create_pretraining_data.py", str(vocab), "[MASK]")
   assert not os.path.exists(tmp_path / "out.tfrecord")
-  result = _run(["-m", "vocab.learn_vocab"], "--input_file=%s" % (tmp_path / "missing*"),
-                "--output_file=%s" % (tmp_path / "v.txt"), "--vocab_size=200")
-  assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+  (result,) = run_cli_cases("vocab.learn_vocab", [[
+      "--input_file=%s" % (tmp_path / "missing*"), "--output_file=%s" % (tmp_path / "v.txt"),
+      "--vocab_size=200"]])
+  _assert_one_line_error(result, "learn_vocab.py", "missing*")
 
 
 def test_convert_checkpoint_and_run_pretraining(tmp_path):
   config = data_file(EVAL_REF + "bert_config.json")
-  result = _run(["-m", "modeling.convert_checkpoint"], "--bert_config_file=" + config,
-                "--input_checkpoint=%s" % (tmp_path / "nothing"),
-                "--output_checkpoint=%s" % (tmp_path / "out"))
+  (result,) = run_cli_cases("modeling.convert_checkpoint", [[
+      "--bert_config_file=" + config, "--input_checkpoint=%s" % (tmp_path / "nothing"),
+      "--output_checkpoint=%s" % (tmp_path / "out")]])
   _assert_one_line_error(result, "convert_checkpoint.py", "No checkpoint at", "nothing")
-  result = _run(["run_pretraining.py"], "--bert_config_file=" + config,
-                "--input_file=" + data_file("pretraining_reference/sample_default.tfrecord"),
-                "--output_dir=%s" % tmp_path, "--do_train", "--max_seq_length=64")
-  _assert_one_line_error(result, "run_pretraining.py", "--max_seq_length=64")
+  pretraining = ["--bert_config_file=" + config,
+                 "--input_file=" + data_file("pretraining_reference/sample_default.tfrecord"),
+                 "--output_dir=%s" % tmp_path, "--do_train", "--max_seq_length=64"]
+  too_long, with_traceback = run_cli_cases("run_pretraining.py", [
+      pretraining, pretraining + ["--traceback"]])
+  _assert_one_line_error(too_long, "run_pretraining.py", "--max_seq_length=64")
   # --traceback shows the traceback of the same error.
-  result = _run(["run_pretraining.py"], "--bert_config_file=" + config,
-                "--input_file=" + data_file("pretraining_reference/sample_default.tfrecord"),
-                "--output_dir=%s" % tmp_path, "--do_train", "--max_seq_length=64",
-                "--traceback")
-  assert result.returncode != 0 and "Traceback" in result.stderr
-
-
-def _classifier(tmp_path, data_dir, *extra):
-  return _run(["run_classifier.py"], "--task_name=MRPC", "--do_eval",
-              "--data_dir=%s" % data_dir, "--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"),
-              "--bert_config_file=" + data_file(EVAL_REF + "bert_config.json"),
-              "--output_dir=%s" % (tmp_path / "out"), *extra)
+  assert with_traceback.returncode != 0 and "Traceback" in with_traceback.stderr
 
 
 def test_run_classifier_bad_inputs(tmp_path):
-  data = tmp_path / "data"
-  data.mkdir()
   header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-  (data / "dev.tsv").write_text(header + "1\t1\t2\tA cat.\tA dog.\n0\t3\t4\tno second sentence\n")
-  result = _classifier(tmp_path, data)
-  _assert_one_line_error(result, "run_classifier.py", "dev.tsv:3", "expected at least 5")
-  assert not list((tmp_path / "out").glob("*.tf_record*"))
+  datasets = {
+      "short_line": header + "1\t1\t2\tA cat.\tA dog.\n0\t3\t4\tno second sentence\n",
+      "bad_label": header + "1\t1\t2\tA cat.\tA dog.\nyes\t3\t4\tA.\tB.\n",
+      "empty": header,
+      "good": header + "1\t1\t2\tA cat.\tA dog.\n",
+  }
+  for name, text in datasets.items():
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "dev.tsv").write_text(text)
 
-  (data / "dev.tsv").write_text(header + "1\t1\t2\tA cat.\tA dog.\nyes\t3\t4\tA.\tB.\n")
-  result = _classifier(tmp_path, data)
-  _assert_one_line_error(result, "run_classifier.py", "dev.tsv:3", "unknown label 'yes'")
-  assert not list((tmp_path / "out").glob("*.tf_record*"))
-
-  (data / "dev.tsv").write_text(header)
-  _assert_one_line_error(_classifier(tmp_path, data), "run_classifier.py", "no examples")
-
-  result = _classifier(tmp_path, data, "--task_name=paraphrase")
-  _assert_one_line_error(result, "run_classifier.py", "'paraphrase'", "mrpc", "cola", "sst-2")
-
-  result = _classifier(tmp_path, data, "--do_lower_case=False",
-                       "--init_checkpoint=/models/uncased_L-12_H-768_A-12/bert_model.ckpt")
-  _assert_one_line_error(result, "run_classifier.py", "--do_lower_case=False",
+  def case(data, *extra):
+    return ["--task_name=MRPC", "--do_eval", "--data_dir=%s" % (tmp_path / data),
+            "--vocab_file=" + UNCASED,
+            "--bert_config_file=" + data_file(EVAL_REF + "bert_config.json"),
+            "--output_dir=%s" % (tmp_path / ("out_" + data))] + list(extra)
+  results = run_cli_cases("run_classifier.py", [
+      case("short_line"), case("bad_label"), case("empty"),
+      case("empty", "--task_name=paraphrase"),
+      case("empty", "--do_lower_case=False",
+           "--init_checkpoint=/models/uncased_L-12_H-768_A-12/bert_model.ckpt"),
+      case("good", "--init_checkpoint=" + data_file("modeling_reference/model.ckpt"))])
+  short_line, bad_label, empty, task, case_flag, shape = results
+  _assert_one_line_error(short_line, "run_classifier.py", "dev.tsv:3", "expected at least 5")
+  _assert_one_line_error(bad_label, "run_classifier.py", "dev.tsv:3", "unknown label 'yes'")
+  for data in ("short_line", "bad_label"):
+    assert not list((tmp_path / ("out_" + data)).glob("*.tf_record*"))
+  _assert_one_line_error(empty, "run_classifier.py", "no examples")
+  _assert_one_line_error(task, "run_classifier.py", "'paraphrase'", "mrpc", "cola", "sst-2")
+  _assert_one_line_error(case_flag, "run_classifier.py", "--do_lower_case=False",
                          "uncased_L-12_H-768_A-12")
-
-  (data / "dev.tsv").write_text(header + "1\t1\t2\tA cat.\tA dog.\n")
-  result = _classifier(tmp_path, data,
-                       "--init_checkpoint=" + data_file("modeling_reference/model.ckpt"))
-  _assert_one_line_error(result, "run_classifier.py", "has shape", "bert/embeddings")
-  assert not (tmp_path / "out" / "eval_results.txt").exists()
+  _assert_one_line_error(shape, "run_classifier.py", "has shape", "bert/embeddings")
+  assert not (tmp_path / "out_good" / "eval_results.txt").exists()
 
 
 def test_run_squad_bad_inputs(tmp_path):
-  common = ["--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"),
+  common = ["--vocab_file=" + UNCASED,
             "--bert_config_file=" + data_file(EVAL_REF + "bert_config.json"),
             "--output_dir=%s" % (tmp_path / "out"), "--do_predict",
             "--max_seq_length=64", "--max_query_length=16"]
   bad = tmp_path / "bad.json"
   bad.write_text('{"version": "1.1", "data": [')
-  result = _run(["run_squad.py"], "--predict_file=%s" % bad, *common)
-  _assert_one_line_error(result, "run_squad.py", "bad.json")
   missing_id = tmp_path / "missing.json"
   missing_id.write_text('{"data": [{"paragraphs": [{"context": "A b c.", '
                         '"qas": [{"question": "What?", "answers": []}]}]}]}')
-  result = _run(["run_squad.py"], "--predict_file=%s" % missing_id, *common)
-  _assert_one_line_error(result, "run_squad.py", "missing.json")
-  result = _run(["run_squad.py"], "--predict_file=%s" % bad, *common[:-1],
-                "--max_query_length=64")
-  _assert_one_line_error(result, "run_squad.py", "max_seq_length (64)", "max_query_length")
+  malformed, no_id, lengths = run_cli_cases("run_squad.py", [
+      ["--predict_file=%s" % bad] + common,
+      ["--predict_file=%s" % missing_id] + common,
+      ["--predict_file=%s" % bad] + common[:-1] + ["--max_query_length=64"]])
+  _assert_one_line_error(malformed, "run_squad.py", "bad.json")
+  _assert_one_line_error(no_id, "run_squad.py", "missing.json")
+  _assert_one_line_error(lengths, "run_squad.py", "max_seq_length (64)", "max_query_length")
   assert not (tmp_path / "out" / "predictions.json").exists()

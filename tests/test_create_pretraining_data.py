@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file, shared_path
+from conftest import REPO_ROOT, data_file, run_cli_cases, shared_path
 from data_prep import create_pretraining_data as cpd
 from data_prep.pretraining import generator
 from data_prep.pretraining import python_random
@@ -206,12 +206,15 @@ def test_cli_errors_name_the_problem_and_leave_no_output(tmp_path):
   cases.append((["--input_file=" + str(corpus),
                  "--vocab_file=" + _vocab(no_mask_vocab, ["[UNK]", "[CLS]", "[SEP]"])],
                 "[MASK]"))
-  for extra, expected in cases:
-    result = _run_cli(base + extra)
-    assert result.returncode != 0, extra
-    assert expected in result.stderr, (extra, result.stderr[-2000:])
-    assert not out.exists()
-    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+  results = run_cli_cases("data_prep.create_pretraining_data",
+                          [base + extra for extra, _ in cases])
+  for (extra, expected), result in zip(cases, results):
+    assert result.returncode == 1, extra
+    errors = [l for l in result.stderr.splitlines() if "error: " in l]
+    assert len(errors) == 1 and expected in errors[0], (extra, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr
+  assert not out.exists()
+  assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
 
 
 def test_invalid_utf8_can_be_ignored_like_convert_to_unicode(tmp_path):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file
+from conftest import REPO_ROOT, data_file, run_cli_cases
 
 REF = "extract_features_reference/"
 UNCASED = "vocab/bert_uncased_vocab.txt"
@@ -113,22 +113,33 @@ def test_npz_tfrecord_and_pooling_hold_the_original_numbers(checkpoint, tmp_path
                                _vectors(line)[:, 0], rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"fine line\n\nthird line\n", ":2: empty line"),
-    (b"fine line\nsecond \xff line\n", ":2: not UTF-8"),
-])
-def test_a_bad_line_is_named_and_nothing_is_written(checkpoint, tmp_path, content, message):
-  input_file = tmp_path / "input.txt"
-  input_file.write_bytes(content)
-  output = tmp_path / "out.jsonl"
-  result = extract(checkpoint, input_file, output, "--max_seq_length=16")
-  assert result.returncode == 1
-  assert "extract_features.py: error: %s%s" % (input_file, message) in result.stderr
-  assert "Traceback" not in result.stderr
+def test_bad_input_is_named_and_nothing_is_written(checkpoint, tmp_path):
+  bad = tmp_path / "input.txt"
+  bad.write_bytes(b"fine line\nsecond \xff line\n")
+  common = ["--vocab_file=" + data_file(UNCASED),
+            "--bert_config_file=" + data_file(REF + "bert_config.json"),
+            "--init_checkpoint=" + checkpoint, "--max_seq_length=16"]
+  not_utf8, layers = run_cli_cases("extract_features.py", [
+      ["--input_file=%s" % bad, "--output_file=%s" % (tmp_path / "out.jsonl")] + common,
+      ["--input_file=" + data_file(REF + "input.txt"), "--output_file=%s" % (tmp_path / "o"),
+       "--layers=-5"] + common])
+  for result, message in ((not_utf8, "%s:2: not UTF-8" % bad),
+                          (layers, "the model has 4 layers")):
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "extract_features.py: error: " in result.stderr and message in result.stderr
   assert sorted(os.listdir(tmp_path)) == ["input.txt"]
 
 
-def test_layers_outside_the_model_are_refused(checkpoint, tmp_path):
-  result = extract(checkpoint, data_file(REF + "input.txt"), tmp_path / "o", "--layers=-5")
-  assert result.returncode == 1
-  assert "the model has 4 layers" in result.stderr and "Traceback" not in result.stderr
+def test_an_empty_line_is_an_empty_text_as_the_original(checkpoint, tmp_path):
+  """The original keeps an empty line: [CLS] [SEP], so that output lines stay
+  aligned with input lines."""
+  input_file = tmp_path / "input.txt"
+  input_file.write_text("Hello there.\n\nThird line.\n", encoding="utf-8")
+  output = tmp_path / "out.jsonl"
+  result = extract(checkpoint, input_file, output, "--max_seq_length=16")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "input.txt:2: empty line" in result.stderr
+  lines = _json_lines(output)
+  assert [line["linex_index"] for line in lines] == [0, 1, 2]
+  assert [t["token"] for t in lines[1]["features"]] == ["[CLS]", "[SEP]"]
+  assert lines[2]["features"][1]["token"] == "third"

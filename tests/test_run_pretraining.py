@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import (PRETRAINING_FEATURES, REPO_ROOT, data_file, guessing_baselines,
-                      kill_at_checkpoint, reference_config)
+                      kill_at_checkpoint, reference_config, run_cli_cases)
 import modeling
 from modeling import losses
 from modeling import optimization
@@ -195,13 +195,6 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
   assert not [n for n in os.listdir(tmp_path / "out") if n.startswith("worker_tmp")]
 
 
-def test_tpu_request_without_tpu_fails_clearly(tmp_path):
-  result = _run(_train_args(_tiny_config(tmp_path), tmp_path / "out", 2,
-                            ["--use_tpu", "--tpu_name=local"]), timeout=300)
-  assert result.returncode != 0
-  assert "No TPU could be reached (--tpu_name='local'" in result.stderr
-
-
 def test_killed_run_resumes_to_the_same_weights(tmp_path):
   config = _tiny_config(tmp_path, dropout=0.1)  # Dropout on: its RNG must resume too.
   args = lambda out: ["--input_file=" + RECORDS, "--output_dir=" + str(out), "--do_train",
@@ -249,19 +242,24 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
 
 
 def test_bad_inputs_fail_before_training(tmp_path):
+  """One line each, before any step: records that do not fit the flags, no
+  input, a checkpoint of another shape, nothing to do, no TPU."""
   config = _tiny_config(tmp_path)
-  result = _run(_train_args(config, tmp_path / "a", 2, ["--max_seq_length=64"]))
-  assert result.returncode != 0 and "--max_seq_length=64" in result.stderr
-  assert "input_ids of length 128" in result.stderr
-  result = _run(_train_args(config, tmp_path / "b", 2) + ["--input_file=" + str(tmp_path / "none*")])
-  assert result.returncode != 0 and "No file matches" in result.stderr
-  result = _run(_train_args(config, tmp_path / "c", 2, [
-      "--init_checkpoint=" + data_file("modeling_reference/model.ckpt")]))
-  assert result.returncode != 0 and "has shape" in result.stderr
+  results = run_cli_cases("run_pretraining.py", [
+      _train_args(config, tmp_path / "a", 2, ["--max_seq_length=64"]),
+      _train_args(config, tmp_path / "b", 2) + ["--input_file=" + str(tmp_path / "none*")],
+      _train_args(config, tmp_path / "c", 2, [
+          "--init_checkpoint=" + data_file("modeling_reference/model.ckpt")]),
+      ["--input_file=" + RECORDS, "--output_dir=" + str(tmp_path / "d"),
+       "--bert_config_file=" + config],
+      _train_args(config, tmp_path / "e", 2, ["--use_tpu", "--tpu_name=local"])])
+  expected = [("--max_seq_length=64", "input_ids of length 128"), ("No file matches",),
+              ("has shape",), ("do_train",), ("No TPU could be reached (--tpu_name='local'",)]
+  for result, fragments in zip(results, expected):
+    errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining.py: error:")]
+    assert result.returncode == 1 and len(errors) == 1, result.stderr[-3000:]
+    assert all(f in errors[0] for f in fragments), errors[0]
   assert not list((tmp_path / "c").glob("ckpt-*"))
-  result = _run(["--input_file=" + RECORDS, "--output_dir=" + str(tmp_path / "d"),
-                 "--bert_config_file=" + config])
-  assert result.returncode != 0 and "do_train" in result.stderr
 
 
 def test_loss_falls_on_a_tiny_model(tmp_path):

@@ -61,12 +61,17 @@ run_flags.define_eval_and_predict_flags()
 
 # Additions.
 flags.DEFINE_string("xnli_language", "zh", "The XNLI language to train and evaluate on.")
+flags.DEFINE_string("tfds_manual_dir", None,
+                    "With --data_dir=tfds on a machine without network: a directory "
+                    "holding the dataset's source files, already downloaded (the error "
+                    "message names them).")
 
 
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
-  task = glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language)
+  task = glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language,
+                            FLAGS.tfds_manual_dir)
   with strategy.scope():
     model = modeling.BertClassifier(config, num_labels=task.num_labels)
   seq = FLAGS.max_seq_length

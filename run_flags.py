@@ -182,9 +182,13 @@ def check_batch_size(flag_values, flag_name, strategy):
 
 
 def check_classifier_actions(flag_values):
-  """The original run_classifier.py's check of the do_* flags."""
-  if not flag_values.do_train and not flag_values.do_eval and not flag_values.do_predict:
-    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+  """The original run_classifier.py's check of the do_* flags; --export_dir
+  alone is a run too (exporting a model trained before)."""
+  f = flag_values
+  if not (f.do_train or f.do_eval or f.do_predict or f.export_dir):
+    raise UserError("At least one of `do_train`, `do_eval` or `do_predict' must be True "
+                    "(or --export_dir given, to export the model in --output_dir or "
+                    "--init_checkpoint).")
 
 
 def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions):

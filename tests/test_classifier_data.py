@@ -1,5 +1,7 @@
 """GLUE/XNLI processors, features and records of run_classifier."""
 
+import shutil
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -210,3 +212,40 @@ def test_tensorflow_datasets_source_with_mock_data():
     assert all(e.text_b is None and e.label in ("0", "1") for e in cola.get_dev_examples())
   with pytest.raises(UserError, match="not available from tensorflow-datasets"):
     glue.processor_for("XNLI", glue.TFDS_DATA_DIR)
+
+
+MRPC_SOURCES = {"msr_paraphrase_train.txt": "msr_paraphrase_train.txt",
+                "msr_paraphrase_test.txt": "msr_paraphrase_test.txt",
+                "data_mrpc_dev_ids.tsv": "dev_ids.tsv"}
+
+
+def test_tensorflow_datasets_prepares_mrpc_offline_from_its_source_files(tmp_path):
+  """The real preparation path of --data_dir=tfds, with no network: the
+  source files tensorflow-datasets would download (the SentEval MRPC files,
+  their checksums as it records them) given as --tfds_manual_dir. Its dev
+  set is GLUE's MRPC dev.tsv."""
+  pytest.importorskip("tensorflow_datasets")
+  manual = tmp_path / "manual"
+  manual.mkdir()
+  for name, shared in MRPC_SOURCES.items():
+    shutil.copy(shared_path("glue/MRPC/" + shared), manual / name)
+  processor = glue.processor_for("MRPC", glue.TFDS_DATA_DIR, tfds_manual_dir=str(manual))
+  processor.data_dir = str(tmp_path / "tfds")
+  dev = processor.get_dev_examples()
+  from_files = glue.MrpcProcessor().get_dev_examples(shared_path("glue/MRPC"))
+  assert sorted((e.text_a, e.text_b, e.label) for e in dev) == sorted(
+      (e.text_a, e.text_b, e.label) for e in from_files)
+
+
+def test_tensorflow_datasets_without_network_says_what_to_do(tmp_path, monkeypatch):
+  tfds = pytest.importorskip("tensorflow_datasets")
+  import requests  # pylint: disable=g-import-not-at-top
+
+  def offline(*args, **kwargs):
+    raise requests.exceptions.ConnectionError("Failed to resolve 'dl.fbaipublicfiles.com'")
+  monkeypatch.setattr(tfds.core.DatasetBuilder, "download_and_prepare", offline)
+  processor = glue.processor_for("MRPC", glue.TFDS_DATA_DIR)
+  processor.data_dir = str(tmp_path)
+  with pytest.raises(UserError, match="could not download glue/mrpc .*msr_paraphrase_test.txt"
+                     ".*--tfds_manual_dir"):
+    processor.get_dev_examples()

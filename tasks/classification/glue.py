@@ -404,9 +404,10 @@ def check_examples(examples, path_hint):
   return examples
 
 
-def processor_for(task_name, data_dir, xnli_language="zh"):
+def processor_for(task_name, data_dir, xnli_language="zh", tfds_manual_dir=None):
   """The processor for a task and --data_dir (a directory, or `tfds`)."""
   if data_dir == TFDS_DATA_DIR:
-    return tfds.TfdsProcessor(get_processor(task_name), task_name)
+    return tfds.TfdsProcessor(get_processor(task_name), task_name,
+                              manual_dir=tfds_manual_dir)
   kwargs = {"language": xnli_language} if task_name.lower() == "xnli" else {}
   return get_processor(task_name, **kwargs)

@@ -20,16 +20,19 @@ class TfdsProcessor(object):
   `<split>-<idx>` and GLUE test indices are the dataset's `idx`.
   """
 
-  def __init__(self, task, task_name=None, data_dir=None):
+  def __init__(self, task, task_name=None, data_dir=None, manual_dir=None):
     """`task`: the task's processor (tasks/classification/glue.py), whose
     declarations (labels, metrics, ...) this one answers with; `task_name`:
-    as the user spelt it, for messages."""
+    as the user spelt it, for messages. `data_dir`: where tensorflow-datasets
+    keeps prepared data (default ~/tensorflow_datasets); `manual_dir`: the
+    dataset's source files, already downloaded (offline preparation)."""
     if not task.tfds_name:
       raise UserError("--data_dir=%s: task %r is not available from "
                       "tensorflow-datasets; pass a directory of its files." %
                       (DATA_DIR, task_name or task.names[0]))
     self.task = task
     self.data_dir = data_dir
+    self.manual_dir = manual_dir
 
   def __getattr__(self, name):
     return getattr(self.task, name)  # The task's declarations and get_labels().
@@ -54,11 +57,26 @@ class TfdsProcessor(object):
       return name
     return labels[int(value)]  # Binary tasks: label names "0"/"1" are ids.
 
+  def _prepare(self, tfds, builder):
+    """Downloads (or, from `manual_dir`, copies) and prepares the dataset,
+    once; no network is one line saying what to do instead."""
+    import requests  # pylint: disable=g-import-not-at-top  (tensorflow-datasets downloads with it)
+    config = tfds.download.DownloadConfig(manual_dir=self.manual_dir)
+    try:
+      builder.download_and_prepare(download_config=config)
+    except requests.exceptions.ConnectionError:
+      sources = sorted(i.filename for i in builder.url_infos.values() if i.filename)
+      raise UserError(
+          "--data_dir=%s: tensorflow-datasets could not download %s (no network?). Pass "
+          "--data_dir=<a directory of the task's TSV files> instead, or put its source "
+          "files (%s) in a directory and pass it as --tfds_manual_dir." % (
+              DATA_DIR, self.tfds_name, ", ".join(sources))) from None
+
   def _examples(self, set_type):
     import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
     split = self.tfds_splits[set_type]
     builder = tfds.builder(self.tfds_name, data_dir=self.data_dir)
-    builder.download_and_prepare()
+    self._prepare(tfds, builder)
     label_feature = builder.info.features["label"]
     names = getattr(label_feature, "names", None)
     examples = []

@@ -44,6 +44,23 @@ def _use_plain_ops():
   return getattr(_state, "plain", False)
 
 
+class _xla_kernel(object):  # pylint: disable=invalid-name  (a decorator)
+  """A function compiled by XLA, traced apart for fully known and for partly
+  unknown input shapes. A trace made for unknown shapes (inside a training
+  loop over batches of any length) would otherwise also serve later calls
+  with known shapes, and its compiled code can round differently in the last
+  bits: results would depend on what ran before."""
+
+  def __init__(self, function):
+    self.python_function = function
+    self._known = tf.function(function, jit_compile=True, autograph=False)
+    self._unknown = tf.function(function, jit_compile=True, autograph=False)
+
+  def __call__(self, *args):
+    known = all(a.shape.is_fully_defined() for a in args if hasattr(a, "shape"))
+    return (self._known if known else self._unknown)(*args)
+
+
 def _gelu_tanh(x):
   return tf.tanh(_GELU_C * (x + 0.044715 * x * x * x))
 
@@ -52,13 +69,13 @@ def _gelu_tanh(x):
 # 16-bit element-wise math is several times slower) and return the input's.
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _gelu_forward(x):
   x32 = tf.cast(x, tf.float32)
   return tf.cast(0.5 * x32 * (1.0 + _gelu_tanh(x32)), x.dtype)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _gelu_backward(x, dy):
   x32 = tf.cast(x, tf.float32)
   t = _gelu_tanh(x32)
@@ -90,7 +107,7 @@ def _moments(x):
   return mean, variance
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _layer_norm_forward(x, gamma, beta, epsilon):
   x32 = tf.cast(x, tf.float32)
   mean, variance = _moments(x32)
@@ -99,7 +116,7 @@ def _layer_norm_forward(x, gamma, beta, epsilon):
   return tf.cast(x32 * scale + (beta - mean * scale), x.dtype)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _layer_norm_backward(x, gamma, epsilon, dy):
   x32 = tf.cast(x, tf.float32)
   dy = tf.cast(dy, tf.float32)
@@ -135,12 +152,12 @@ def _masked_softmax(scores, mask_adder, scale):
   return tf.nn.softmax(tf.cast(scores, tf.float32) * scale + mask_adder)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _attention_softmax_forward(scores, mask_adder, scale):
   return tf.cast(_masked_softmax(scores, mask_adder, scale), scores.dtype)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _attention_softmax_backward(scores, mask_adder, scale, dy):
   # The probabilities are recomputed in float32 from the scores.
   probs = _masked_softmax(scores, mask_adder, scale)
@@ -166,7 +183,7 @@ def attention_softmax(scores, mask_adder, scale):
   return softmax(scores)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@_xla_kernel
 def _keep_and_scale(x, keep, scale):
   return tf.where(keep, tf.cast(tf.cast(x, tf.float32) * scale, x.dtype), tf.zeros_like(x))
 

@@ -218,7 +218,7 @@ def table(scores, tasks):
   """Table 5's shape: a row per pre-training, dev accuracy (%) per task."""
   lines = ["| Pre-training | " + " | ".join(tasks) + " |",
            "|---|" + "---:|" * len(tasks)]
-  for _, name in MODELS:
+  for name in [n for _, n in MODELS if n in scores]:
     lines.append("| %s | %s |" % (name, " | ".join(
         "%.1f" % (100 * scores[name][t]) for t in tasks)))
   return "\n".join(lines)
@@ -239,11 +239,12 @@ def plot(curves, scores, tasks, steps, path):
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-  width = 0.8 / len(MODELS)
-  for i, (_, name) in enumerate(MODELS):
+  names = [name for _, name in MODELS if name in scores]
+  width = 0.8 / len(names)
+  for i, name in enumerate(names):
     left.bar([t + i * width for t in range(len(tasks))],
              [100 * scores[name][t] for t in tasks], width, label=name)
-  left.set_xticks([t + width * (len(MODELS) - 1) / 2 for t in range(len(tasks))])
+  left.set_xticks([t + width * (len(names) - 1) / 2 for t in range(len(tasks))])
   left.set_xticklabels(tasks)
   left.set_ylabel("dev accuracy (%)")
   left.set_title("Table 5: pre-training tasks")
@@ -282,7 +283,13 @@ def parse_args(argv=None):
   parser.add_argument("--num_train_epochs", type=float, default=2.0)
   parser.add_argument("--max_train_examples", type=int, default=4000)
   parser.add_argument("--seed", type=int, default=12345)
+  parser.add_argument("--objectives", default=",".join(o for o, _ in MODELS[:-1]),
+                      help="The pre-training objectives to run (the model without "
+                           "pre-training always runs).")
   args = parser.parse_args(argv)
+  unknown = set(args.objectives.split(",")) - {o for o, _ in MODELS[:-1]}
+  if unknown:
+    parser.error("--objectives: unknown %s." % ", ".join(sorted(unknown)))
   if args.glue_dir:
     for task in args.tasks.split(","):
       if not os.path.isdir(os.path.join(args.glue_dir, task)):
@@ -298,18 +305,19 @@ def main(argv=None):
   paths = prepare(args)
   tasks = list(paths["tasks"])
   steps = step_counts(args.pretrain_steps, args.curve_points)
+  models = [(o, n) for o, n in MODELS if o is None or o in args.objectives.split(",")]
   pretraining = {}
-  for objective, name in MODELS[:-1]:
+  for objective, name in models[:-1]:
     _log("==> Pre-training %s (--pretraining_objective=%s), %d steps" % (
         name, objective, args.pretrain_steps))
     results, seconds = pretrain(args, paths, objective, steps)
     pretraining[name] = dict(results, seconds=round(seconds, 1))
     _log("    masked_lm_accuracy %.3f%s" % (results["masked_lm_accuracy"],
                                             "" if objective != "ltr" else " (next token)"))
-  scores = {name: {} for _, name in MODELS}
-  curves = {name: {} for _, name in MODELS[:-1]}
-  runs = [(o, n, args.pretrain_steps, t) for o, n in MODELS for t in tasks]
-  runs += [(o, n, s, tasks[0]) for o, n in MODELS[:-1] for s in steps[:-1]]
+  scores = {name: {} for _, name in models}
+  curves = {name: {} for _, name in models[:-1]}
+  runs = [(o, n, args.pretrain_steps, t) for o, n in models for t in tasks]
+  runs += [(o, n, s, tasks[0]) for o, n in models[:-1] for s in steps[:-1]]
   for i, (objective, name, step, task) in enumerate(runs):
     began = time.time()
     accuracy = fine_tune(args, paths, objective, step, task)

@@ -135,8 +135,9 @@ def test_plan_and_report_with_a_fake_runner(tmp_path, monkeypatch):
 
 
 def test_one_tiny_real_run(tmp_path):
-  """The real commands at the smallest sizes: each reported score is what
-  its fine-tuning run wrote, and the LTR model used the causal config."""
+  """The real commands at the smallest sizes, for the objective whose
+  wiring differs most (LTR, with its causal config) and the model without
+  pre-training: each reported score is what its fine-tuning run wrote."""
   from demo import corpus as demo_corpus
   corpus = tmp_path / "corpus.txt"
   demo_corpus.write_kjv_corpus(str(corpus), max_chapters=40)
@@ -144,18 +145,26 @@ def test_one_tiny_real_run(tmp_path):
   command = [sys.executable, "bench/ablation.py", "--output_dir=%s" % out,
              "--corpus=%s" % corpus, "--vocab_size=600", "--pretrain_steps=4",
              "--curve_points=1", "--max_train_examples=64", "--dupe_factor=1",
-             "--num_train_epochs=1", "--train_batch_size=16"]
+             "--num_train_epochs=1", "--train_batch_size=16", "--objectives=ltr"]
   result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   with open(out / "ablation.json") as f:
     summary = json.load(f)
-  for objective, name in ablation.MODELS:
+  assert sorted(summary["scores"]) == ["LTR & No NSP", "No pre-training"]
+  for objective, name in (("ltr", "LTR & No NSP"), (None, "No pre-training")):
     run = "none" if objective is None else "%s_4" % objective
     written = ablation.read_results(str(out / "fine_tuning" / "pairs" / run / "eval_results.txt"))
     assert summary["scores"][name]["pairs"] == written["eval_accuracy"]
-  assert "next_sentence_accuracy" in summary["pretraining"]["BERT (MLM + NSP)"]
-  assert "next_sentence_accuracy" not in summary["pretraining"]["No NSP"]
+  assert "next_sentence_accuracy" not in summary["pretraining"]["LTR & No NSP"]
+  assert not (out / "pretraining" / "mlm_nsp").exists()
   for log in ("pretraining/ltr/run.log", "fine_tuning/pairs/ltr_4/run.log"):
     with open(out / log) as f:
       assert "bert_config_causal.json" in f.read()
   assert (out / "ablation.png").stat().st_size > 10000
+
+
+def test_unknown_objective_is_one_line(capsys):
+  with pytest.raises(SystemExit) as exit_info:
+    ablation.parse_args(["--objectives=ltr,mlmx"])
+  assert exit_info.value.code == 2
+  assert "--objectives: unknown mlmx." in capsys.readouterr().err

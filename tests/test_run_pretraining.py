@@ -77,10 +77,12 @@ def test_eval_alone_reproduces_original_eval_results(tmp_path):
     assert abs(float(ours[key]) - float(theirs[key])) <= 1e-4, key
 
 
-def reference_run(strategy_name, accumulation, out_dir):
+def reference_run(strategy_name, accumulation, out_dir, save_every=6, stop_after=None,
+                  init=data_file("modeling_reference/model.ckpt")):
   """Six steps of the training driver on the original's reference batch of 3,
   from its checkpoint, with its optimizer (8 steps, 3 of warm-up); returns
-  the final step, replica count and weights (by original name)."""
+  the final step, replica count and weights (by original name). A run
+  stopped early (`stop_after` steps) resumes from `out_dir` when called again."""
   inputs = dict(np.load(data_file("modeling_reference/inputs.npz")))
   features = {k: inputs[k] for k in PRETRAINING_FEATURES}
   strategy = training.create_strategy(strategy_name)
@@ -92,11 +94,11 @@ def reference_run(strategy_name, accumulation, out_dir):
   dataset_fn = lambda batch, context: tf.data.Dataset.from_tensor_slices(
       features).repeat().batch(batch)
   settings = training.TrainingSettings(
-      output_dir=out_dir, num_train_steps=6, train_batch_size=3, save_checkpoints_steps=6,
+      output_dir=out_dir, num_train_steps=6, train_batch_size=3, save_checkpoints_steps=save_every,
       iterations_per_loop=4, gradient_accumulation_steps=accumulation,
-      init_checkpoint=data_file("modeling_reference/model.ckpt"))
+      init_checkpoint=init)
   result = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn, settings,
-                          optimizer=optimizer)
+                          optimizer=optimizer, stop_after_steps=stop_after)
   return dict(step=result.step, replicas=strategy.num_replicas_in_sync,
               **{"var/" + n: v.numpy() for n, v in model.original_names().items()})
 
@@ -134,6 +136,17 @@ def test_training_loop_steps_match_original(tmp_path, strategy, accumulation):
   """The driver's six steps equal the original model_fn pieces + optimizer,
   also when each batch is split into 3 micro-batches."""
   _assert_reference_trajectory(reference_run(strategy, accumulation, str(tmp_path / "loop")))
+
+
+def test_stopped_and_resumed_run_matches_original(tmp_path):
+  """Stopped after 3 steps, a new model and optimizer resume from the
+  checkpoint alone (no init_checkpoint: weights, Adam slots and step all
+  come from it) and end on the original's trajectory."""
+  out_dir = str(tmp_path / "loop")
+  halfway = reference_run("one_device", 1, out_dir, save_every=3, stop_after=3)
+  assert int(halfway["step"]) == 3
+  assert tf.train.latest_checkpoint(out_dir).endswith("ckpt-3")
+  _assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=3, init=None))
 
 
 def test_mirrored_three_cpus_matches_original(tmp_path):

@@ -16,11 +16,14 @@ variables has (`original_names()`), which is all that loading and writing
 released checkpoints needs.
 """
 
+import contextlib
+
 import keras
 import tensorflow as tf
 
 from plumbing.errors import UserError
 
+from modeling import fused
 from modeling import heads
 from modeling import layers
 
@@ -112,6 +115,13 @@ class BertModel(_Model):
     LM, classification) so skip most of a layer's work; the values are
     those of the full computation.
     """
+    # Inference runs the plain ops: they are as fast as the fused kernels,
+    # which pay off only by the backward pass, and XLA would compile those
+    # again for every new batch length.
+    with contextlib.nullcontext() if training else fused.plain_ops():
+      return self._encode(inputs, training, output_positions)
+
+  def _encode(self, inputs, training, output_positions):
     input_ids = tf.convert_to_tensor(inputs["input_ids"])
     input_mask = inputs.get("input_mask")
     segment_ids = inputs.get("segment_ids")

@@ -11,6 +11,9 @@ the matrix multiplications stay with TensorFlow's oneDNN kernels, which are
 faster on CPU than XLA's. The gradients recompute the cheap forward values
 instead of keeping them, which also saves memory. The values are the
 original's formulas; they differ from the unfused ops only by float rounding.
+They serve training only: without a backward pass the plain ops are as fast,
+and XLA compiles a kernel again for every new input shape, which batches cut
+to their longest row bring (BertModel runs plain ops when not training).
 """
 
 import contextlib

@@ -101,6 +101,24 @@ def test_the_model_sees_short_batches_and_traces_once(classifier):
   assert len(traces) == 1 and traces[0][1] is None
 
 
+def _xla_compiled(concrete_function):
+  """Names of the functions `concrete_function` calls that XLA must compile."""
+  library = concrete_function.graph.as_graph_def().library
+  return [f.signature.name for f in library.function
+          if "_XlaMustCompile" in f.attr and f.attr["_XlaMustCompile"].b]
+
+
+def test_inference_compiles_nothing_per_batch_length(classifier):
+  """XLA compiles a function again for every new input shape: inference, in
+  batches of many lengths, runs plain ops only; training keeps the fused
+  kernels (their backward pass is where they save)."""
+  spec = {k: tf.TensorSpec([None, None], tf.int32)
+          for k in ("input_ids", "input_mask", "segment_ids")}
+  for training, compiled in ((False, False), (True, True)):
+    function = tf.function(lambda features: classifier(features, training=training)["logits"])
+    assert bool(_xla_compiled(function.get_concrete_function(spec))) == compiled, training
+
+
 def test_three_training_steps_trimmed_equal_fixed(tmp_path):
   """The training driver on trimmed and on fixed-length batches: the same
   losses and weights (dropout off)."""

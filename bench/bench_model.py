@@ -179,7 +179,7 @@ def _time_training_loop(args, make_model, loss_fn, data, jit):
   return args.batch / result.examples_per_second
 
 
-def _original_modules(args):
+def original_modules(args):
   """tf.compat.v1 and the original's modeling and optimization modules (from a
   temporary copy, see common.original_code_dir), patched to run on TF2."""
   os.environ["TF_USE_LEGACY_KERAS"] = "1"
@@ -200,29 +200,31 @@ def _original_modules(args):
   return tf, modeling, optimization, code_dir
 
 
-def _original_functions(args, script, names, namespace):
-  """Top-level functions `names` of one of the original's scripts, executed
-  in `namespace` (importing the script would define its tf.flags)."""
+def original_functions(args, script, names, namespace):
+  """Top-level functions and classes `names` of one of the original's
+  scripts, executed in `namespace` (importing the script would define its
+  tf.flags)."""
   source = os.path.join(args.original_dir, script)
   with open(source, encoding="utf-8") as f:
     tree = ast.parse(f.read())
-  body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+  body = [n for n in tree.body
+          if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in names]
   exec(compile(ast.Module(body, []), source, "exec"), namespace)  # pylint: disable=exec-used
   return namespace
 
 
 def run_original(args, data):
-  tf, modeling, optimization, code_dir = _original_modules(args)
+  tf, modeling, optimization, code_dir = original_modules(args)
   config = modeling.BertConfig.from_dict(config_dict(args.size))
   t = {k: tf.constant(v) for k, v in data.items()}
   if args.mode == "classify":
-    create_model = _original_functions(args, "run_classifier.py", {"create_model"},
+    create_model = original_functions(args, "run_classifier.py", {"create_model"},
                                        {"tf": tf, "modeling": modeling})["create_model"]
     loss = create_model(config, True, t["input_ids"], t["input_mask"], t["segment_ids"],
                         t["label_ids"], num_labels=2, use_one_hot_embeddings=False)[0]
     target = optimization.create_optimizer(loss, LEARNING_RATE["classify"], 10000, 100, False)
   elif args.mode == "squad":
-    create_model = _original_functions(args, "run_squad.py", {"create_model"},
+    create_model = original_functions(args, "run_squad.py", {"create_model"},
                                        {"tf": tf, "modeling": modeling})["create_model"]
     start_logits, end_logits = create_model(config, True, t["input_ids"], t["input_mask"],
                                             t["segment_ids"], use_one_hot_embeddings=False)
@@ -239,7 +241,7 @@ def run_original(args, data):
                                token_type_ids=t["segment_ids"], use_one_hot_embeddings=False)
     target = model.get_sequence_output()
     if args.mode == "train":
-      heads = _original_functions(
+      heads = original_functions(
           args, "run_pretraining.py",
           {"get_masked_lm_output", "get_next_sentence_output", "gather_indexes"},
           {"tf": tf, "modeling": modeling})

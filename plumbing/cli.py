@@ -7,6 +7,7 @@ is wrong and what to do, and the process exits with status 1. Anything else
 is a bug and keeps its traceback; `--traceback` shows it for user errors too.
 """
 
+import gc
 import sys
 
 from absl import app
@@ -54,7 +55,12 @@ def run(main, flags_parser=None, argv=None):
 
   def guarded_main(args):
     try:
-      return main(args)
+      result = main(args)
+      # The work is done and written: spare the exit the garbage collector's
+      # last pass over every object TensorFlow made (about 0.6 s; objects are
+      # still released, files closed, as usual).
+      gc.freeze()
+      return result
     except _user_error_types() as error:
       if flags.FLAGS.traceback:
         raise

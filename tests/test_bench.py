@@ -56,3 +56,22 @@ def test_differing_rows(tmp_path):
   ours = save("ours.npz", [[1, 2], [3], [], [4, 5]])
   peer = save("peer.npz", [[1, 2], [3, 9], []])  # Fewer lines: compared on 3.
   assert run._differing_rows(peer, ours) == (1, 3)  # pylint: disable=protected-access
+
+
+def test_finetuning_peers_read_the_rows_our_processors_read(tmp_path):
+  """bench_finetune_glue.py's own reader (for Hugging Face) gives the texts
+  and labels that run_classifier.py trains on, for each task it times."""
+  import bench_finetune_glue  # pylint: disable=g-import-not-at-top
+  from conftest import shared_path  # pylint: disable=g-import-not-at-top
+  from tasks.classification import glue  # pylint: disable=g-import-not-at-top
+  shared_path("glue")
+  for task in bench_finetune_glue.COLUMNS:
+    data_dir = str(tmp_path / task)
+    assert bench_finetune_glue.task_data(task, data_dir, 50) == 50
+    processor = glue.get_processor(task)
+    for split, rows in (("train", 50), ("dev", None)):
+      ours = [(e.text_a, e.text_b, e.label)
+              for e in getattr(processor, "get_%s_examples" % split)(data_dir)]
+      theirs = bench_finetune_glue.read_rows(task, os.path.join(data_dir, split + ".tsv"))
+      assert theirs == ours and (rows is None or len(ours) == rows), (task, split)
+    assert bench_finetune_glue.COLUMNS[task][4] == processor.get_labels()

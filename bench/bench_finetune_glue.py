@@ -1,0 +1,321 @@
+"""Fine-tuning and evaluation as users run them: one epoch on real GLUE
+training files, then the dev set, each a whole command (start-up,
+tokenization and records included), every peer on the same rows.
+
+  python bench/bench_finetune_glue.py [--tasks=SST-2,CoLA,MRPC,RTE]
+      [--max_train_rows=16000] [--bert_config_file=...] [--peers=...]
+      [--original_dir=/path/to/google-research/bert]
+
+Data: ../shared/data/glue/<task>/{train,dev}.tsv, training files cut to
+their first --max_train_rows rows. Every peer fine-tunes the same
+randomly initialised BERT (--bert_config_file, BERT-Mini by default) with
+batch 32, learning rate 2e-5, 10% linear warm-up, sequence length 128, and
+evaluates with batch 8. Peers:
+  ours           run_classifier.py --do_train, then --do_eval (each batch at
+                 its longest row, evaluation in batches of similar length);
+  ours/fixed     the same with --pad_to_max_seq_length: every batch at 128,
+                 as before length-aware batches;
+  original       google-research/bert's run_classifier.py functions under
+                 tf.compat.v1 (its example conversion, TFRecords, input_fn,
+                 create_model and optimizer, trained in a session loop, as its
+                 Estimator does on a CPU; SST-2 and RTE, which it has no
+                 processor for, get one in its own style here); fixed length;
+  hf             Hugging Face on PyTorch as its GLUE example script runs:
+                 BertTokenizerFast, dynamic padding (DataCollatorWithPadding),
+                 AdamW with linear warm-up, gradient clipping at 1.0.
+Prints seconds per command, dev accuracy (a check that each run trained,
+not a comparison: one epoch from random weights), and ratios (theirs / ours,
+above 1: ours faster); saves bench/output/finetune_glue.json.
+"""
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+import environments  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+PEERS = ("ours", "ours/fixed", "original", "hf")
+BATCH, EVAL_BATCH, SEQ, LEARNING_RATE, WARMUP = 32, 8, 128, 2e-5, 0.1
+# Each task's files: (header line?, text_a column, text_b column, label column, labels).
+COLUMNS = {"SST-2": (True, 0, None, 1, ["0", "1"]),
+           "CoLA": (False, 3, None, 1, ["0", "1"]),
+           "MRPC": (True, 3, 4, 0, ["0", "1"]),
+           "RTE": (True, 1, 2, -1, ["entailment", "not_entailment"])}
+
+
+def read_rows(task, path):
+  """(text_a, text_b or None, label) of a GLUE file."""
+  header, a, b, label, _ = COLUMNS[task]
+  with open(path, encoding="utf-8-sig") as f:
+    rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+  return [(r[a], r[b] if b is not None else None, r[label]) for r in rows[int(header):]]
+
+
+def task_data(task, directory, max_rows):
+  """A copy of the task's train.tsv (its first `max_rows` rows) and dev.tsv."""
+  source = os.path.join(common.SHARED_DATA, "glue", task)
+  os.makedirs(directory)
+  with open(os.path.join(source, "train.tsv"), encoding="utf-8") as f:
+    lines = f.readlines()
+  header = int(COLUMNS[task][0])
+  with open(os.path.join(directory, "train.tsv"), "w", encoding="utf-8") as f:
+    f.writelines(lines[:header + max_rows])
+  shutil.copy(os.path.join(source, "dev.tsv"), directory)
+  return min(max_rows, len(lines) - header)
+
+
+# ---------------------------------------------------------------- workers
+
+
+def worker_hf(args):
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  torch.manual_seed(12345)
+  labels = COLUMNS[args.task][4]
+  rows = read_rows(args.task, os.path.join(args.data_dir,
+                                           "train.tsv" if args.train else "dev.tsv"))
+  if args.train:
+    tokenizer = transformers.BertTokenizerFast(args.vocab_file, do_lower_case=True)
+    with open(args.bert_config_file) as f:
+      c = json.load(f)
+    model = transformers.BertForSequenceClassification(transformers.BertConfig(
+        vocab_size=c["vocab_size"], hidden_size=c["hidden_size"],
+        num_hidden_layers=c["num_hidden_layers"], num_attention_heads=c["num_attention_heads"],
+        intermediate_size=c["intermediate_size"], hidden_act="gelu_new",
+        max_position_embeddings=c["max_position_embeddings"],
+        type_vocab_size=c["type_vocab_size"], num_labels=len(labels)))
+  else:
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(args.output_dir)
+    model = transformers.BertForSequenceClassification.from_pretrained(args.output_dir)
+  texts_b = [r[1] for r in rows] if rows[0][1] is not None else None
+  encoded = tokenizer([r[0] for r in rows], texts_b, truncation=True, max_length=SEQ)
+  features = [dict({k: v[i] for k, v in encoded.items()}, labels=labels.index(r[2]))
+              for i, r in enumerate(rows)]
+  loader = torch.utils.data.DataLoader(
+      features, batch_size=BATCH if args.train else EVAL_BATCH, shuffle=args.train,
+      collate_fn=transformers.DataCollatorWithPadding(tokenizer))
+  if not args.train:
+    model.eval()
+    correct = 0
+    with torch.inference_mode():
+      for batch in loader:
+        correct += int((model(**batch).logits.argmax(-1) == batch["labels"]).sum())
+    return {"accuracy": correct / len(features)}
+  no_decay = ("bias", "LayerNorm.weight")
+  groups = [{"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)],
+             "weight_decay": 0.01},
+            {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)],
+             "weight_decay": 0.0}]
+  optimizer = torch.optim.AdamW(groups, lr=LEARNING_RATE)
+  steps = len(loader)
+  schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(WARMUP * steps), steps)
+  model.train()
+  for batch in loader:
+    model(**batch).loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad()
+  model.save_pretrained(args.output_dir)
+  tokenizer.save_pretrained(args.output_dir)
+  return {"steps": steps}
+
+
+def worker_original(args):
+  import collections  # pylint: disable=g-import-not-at-top
+  import types  # pylint: disable=g-import-not-at-top
+  import bench_model  # pylint: disable=g-import-not-at-top
+  tf, modeling, optimization, code_dir = bench_model.original_modules(args)
+  tf.contrib = types.SimpleNamespace(data=types.SimpleNamespace(  # Gone from TF2.
+      map_and_batch=tf.data.experimental.map_and_batch))
+  import tokenization  # pylint: disable=g-import-not-at-top
+  names = {"InputExample", "InputFeatures", "PaddingInputExample", "DataProcessor",
+           "MrpcProcessor", "ColaProcessor", "convert_single_example",
+           "file_based_convert_examples_to_features", "file_based_input_fn_builder",
+           "_truncate_seq_pair", "create_model"}
+  ns = bench_model.original_functions(args, "run_classifier.py", names, {
+      "tf": tf, "modeling": modeling, "tokenization": tokenization, "collections": collections,
+      "os": os, "csv": csv})
+  header, a, b, label, labels = COLUMNS[args.task]
+
+  class GlueProcessor(ns["DataProcessor"]):
+    """SST-2 and RTE, which the original has no processor for, read as its
+    own processors read files."""
+
+    def _examples(self, data_dir, name):
+      rows = self._read_tsv(os.path.join(data_dir, name + ".tsv"))[int(header):]
+      return [ns["InputExample"]("%s-%d" % (name, i), tokenization.convert_to_unicode(r[a]),
+                                 tokenization.convert_to_unicode(r[b]) if b else None,
+                                 tokenization.convert_to_unicode(r[label]))
+              for i, r in enumerate(rows)]
+
+    def get_train_examples(self, data_dir):
+      return self._examples(data_dir, "train")
+
+    def get_dev_examples(self, data_dir):
+      return self._examples(data_dir, "dev")
+
+    def get_labels(self):
+      return labels
+
+  processor = {"MRPC": ns["MrpcProcessor"], "CoLA": ns["ColaProcessor"]}.get(
+      args.task, GlueProcessor)()
+  tokenizer = tokenization.FullTokenizer(args.vocab_file, do_lower_case=True)
+  config = modeling.BertConfig.from_json_file(args.bert_config_file)
+  os.makedirs(args.output_dir, exist_ok=True)
+  if args.train:
+    examples = processor.get_train_examples(args.data_dir)
+    steps = int(len(examples) / BATCH)
+  else:
+    examples = processor.get_dev_examples(args.data_dir)
+  record_file = os.path.join(args.output_dir, "train.tf_record" if args.train else "eval.tf_record")
+  ns["file_based_convert_examples_to_features"](examples, labels, SEQ, tokenizer, record_file)
+  input_fn = ns["file_based_input_fn_builder"](record_file, SEQ, args.train, args.train)
+  features = tf.data.make_one_shot_iterator(
+      input_fn({"batch_size": BATCH if args.train else EVAL_BATCH})).get_next()
+  loss, _, logits, _ = ns["create_model"](
+      config, args.train, features["input_ids"], features["input_mask"],
+      features["segment_ids"], features["label_ids"], len(labels), False)
+  if args.train:
+    train_op = optimization.create_optimizer(loss, LEARNING_RATE, steps, int(WARMUP * steps),
+                                             False)
+  saver = tf.train.Saver()
+  with tf.Session() as session:
+    if args.train:
+      session.run(tf.global_variables_initializer())
+      for _ in range(steps):
+        session.run(train_op)
+      saver.save(session, os.path.join(args.output_dir, "model.ckpt"), global_step=steps)
+      result = {"steps": steps}
+    else:
+      saver.restore(session, tf.train.latest_checkpoint(args.output_dir))
+      correct = 0
+      correct_op = tf.reduce_sum(tf.cast(tf.equal(
+          tf.argmax(logits, -1, output_type=tf.int32), features["label_ids"]), tf.int32))
+      try:
+        while True:
+          correct += session.run(correct_op)
+      except tf.errors.OutOfRangeError:
+        pass
+      result = {"accuracy": correct / len(examples)}
+  common.cleanup(code_dir)
+  return result
+
+
+def worker(args):
+  result = worker_hf(args) if args.peer == "hf" else worker_original(args)
+  common.report_result(result)
+
+
+# ---------------------------------------------------------------- driver
+
+
+def ours_command(args, peer, task, data_dir, output_dir, train):
+  command = [sys.executable, "run_classifier.py", "--task_name=" + task,
+             "--data_dir=" + data_dir, "--vocab_file=" + args.vocab_file,
+             "--bert_config_file=" + args.bert_config_file, "--output_dir=" + output_dir,
+             "--max_seq_length=%d" % SEQ, "--train_batch_size=%d" % BATCH,
+             "--eval_batch_size=%d" % EVAL_BATCH, "--learning_rate=%g" % LEARNING_RATE,
+             "--num_train_epochs=1", "--warmup_proportion=%g" % WARMUP,
+             "--do_train" if train else "--do_eval"]
+  if peer == "ours/fixed":
+    command.append("--pad_to_max_seq_length")
+  return command
+
+
+def run_command(command, label):
+  """Runs `command`; (seconds, what it reported or read) or None."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  start = time.perf_counter()
+  result = subprocess.run(command, cwd=common.REPO_ROOT, capture_output=True, text=True,
+                          env=env)
+  seconds = time.perf_counter() - start
+  if result.returncode:
+    sys.stderr.write("%s failed:\n%s\n" % (label, result.stderr[-3000:]))
+    return None
+  reported = [l for l in result.stdout.splitlines() if l.startswith("RESULT ")]
+  return seconds, json.loads(reported[-1][7:]) if reported else {}
+
+
+def measure(args, peer, task, data_dir, output_dir):
+  """(train seconds, eval seconds, dev accuracy) of one peer on one task."""
+  times = []
+  for train in (True, False):
+    if peer.startswith("ours"):
+      command = ours_command(args, peer, task, data_dir, output_dir, train)
+    else:
+      command = [environments.interpreter(peer), os.path.abspath(__file__), "--worker",
+                 "--peer=" + peer, "--task=" + task, "--data_dir=" + data_dir,
+                 "--output_dir=" + output_dir, "--vocab_file=" + args.vocab_file,
+                 "--bert_config_file=" + args.bert_config_file,
+                 "--original_dir=%s" % args.original_dir] + (["--train"] if train else [])
+    outcome = run_command(command, "%s %s %s" % (peer, task, "train" if train else "eval"))
+    if outcome is None:
+      return None
+    times.append(outcome)
+  accuracy = times[1][1].get("accuracy")
+  if accuracy is None:  # Ours writes it where users read it.
+    with open(os.path.join(output_dir, "eval_results.txt")) as f:
+      accuracy = float(dict(l.strip().split(" = ") for l in f)["eval_accuracy"])
+  return {"train_seconds": times[0][0], "eval_seconds": times[1][0], "accuracy": accuracy}
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--tasks", default="SST-2,CoLA,MRPC,RTE")
+  parser.add_argument("--max_train_rows", type=int, default=16000)
+  parser.add_argument("--peers", default=",".join(PEERS))
+  parser.add_argument("--bert_config_file", default=os.path.join(
+      common.SHARED_DATA, "bert_configs", "uncased_L-4_H-256_A-4.bert_config.json"))
+  parser.add_argument("--vocab_file", default=os.path.join(
+      common.REPO_ROOT, "tests", "data", "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
+  parser.add_argument("--output", default=os.path.join(common.REPO_ROOT, "bench", "output",
+                                                       "finetune_glue.json"))
+  parser.add_argument("--worker", action="store_true")
+  parser.add_argument("--peer")
+  parser.add_argument("--task")
+  parser.add_argument("--data_dir")
+  parser.add_argument("--output_dir")
+  parser.add_argument("--train", action="store_true")
+  args = parser.parse_args()
+  if args.worker:
+    return worker(args)
+  peers = [p for p in args.peers.split(",") if p != "original" or args.original_dir]
+  results = {}
+  with tempfile.TemporaryDirectory() as scratch:
+    for task in args.tasks.split(","):
+      data_dir = os.path.join(scratch, task, "data")
+      rows = task_data(task, data_dir, args.max_train_rows)
+      for peer in peers:
+        outcome = measure(args, peer, task, data_dir,
+                          os.path.join(scratch, task, peer.replace("/", "_")))
+        if outcome:
+          results.setdefault(task, {"train_rows": rows})[peer] = outcome
+          print("%-6s %-11s train %7.1f s  eval %6.1f s  dev accuracy %.3f" % (
+              task, peer, outcome["train_seconds"], outcome["eval_seconds"],
+              outcome["accuracy"]), flush=True)
+  print("\nOne epoch + dev evaluation, whole commands, %s (ratio: theirs / ours, "
+        "above 1 ours faster)" % os.path.basename(args.bert_config_file))
+  for task, by_peer in results.items():
+    ours = by_peer.get("ours")
+    for peer in peers:
+      r = by_peer.get(peer)
+      if not r or peer == "ours" or not ours:
+        continue
+      print("  %-6s (%5d rows) vs %-11s train %.2fx  eval %.2fx" % (
+          task, by_peer["train_rows"], peer, r["train_seconds"] / ours["train_seconds"],
+          r["eval_seconds"] / ours["eval_seconds"]))
+  common.write_text(args.output, json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+  main()

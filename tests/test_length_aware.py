@@ -114,9 +114,10 @@ def test_inference_compiles_nothing_per_batch_length(classifier):
   kernels (their backward pass is where they save)."""
   spec = {k: tf.TensorSpec([None, None], tf.int32)
           for k in ("input_ids", "input_mask", "segment_ids")}
-  for training, compiled in ((False, False), (True, True)):
-    function = tf.function(lambda features: classifier(features, training=training)["logits"])
-    assert bool(_xla_compiled(function.get_concrete_function(spec))) == compiled, training
+  for is_training in (False, True):
+    function = tf.function(
+        lambda features, t=is_training: classifier(features, training=t)["logits"])
+    assert bool(_xla_compiled(function.get_concrete_function(spec))) == is_training
 
 
 def test_three_training_steps_trimmed_equal_fixed(tmp_path):

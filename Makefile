@@ -1,9 +1,12 @@
 # Two entry points: `make demo` (end-to-end run on the bundled corpus) and
-# `make test`. Both create .venv and install requirements.txt on first use.
+# `make test`. Both create .venv and install the requirements on first use.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
+# Everything the demo and the tests use: the runtime and the beam, demo and
+# test extras (pyproject.toml reads the same files).
+REQUIREMENTS := requirements.txt requirements/beam.txt requirements/demo.txt requirements/test.txt
+STAMP := $(VENV)/.installed-$(shell cat $(REQUIREMENTS) | cksum | cut -d' ' -f1)
 
 # The demo's inputs; point DEMO_CORPUS at your own text (one sentence per
 # line, blank line between documents) to run the same pipeline on it.
@@ -25,10 +28,10 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 # Installing also compiles the data generator's numba code (cached in
 # __pycache__), so the first run is as fast as later ones.
-$(STAMP): requirements.txt
+$(STAMP): $(REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q $(addprefix -r ,$(REQUIREMENTS))
 	$(PY) -m data_prep.pretraining.warm_up
 	rm -f $(VENV)/.installed-*
 	touch $@
@@ -113,7 +116,7 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	@echo "  export/1/                          the SavedModel for TF Serving"
 	@echo "  features.jsonl                     extract_features.py's output"
 	@echo "Next: tensorboard --logdir=$(DEMO_DIR)/pretraining_output; make demo DEMO_STEPS=5000;"
-	@echo "  make demo DEMO_CORPUS=your_corpus.txt; the README's run_classifier.py / run_squad.py commands."
+	@echo "  make demo DEMO_CORPUS=your_corpus.txt; the Quick start in README.md and docs/fine_tuning.md."
 
 # Every benchmark against every peer (bench/README.md). The original is timed
 # from a google-research/bert checkout: make bench BERT_ORIGINAL_DIR=/path;

@@ -137,8 +137,13 @@ def main(_):
   logging.info("Wrote %s (%s, %d lines).", FLAGS.output_file, FLAGS.output_format, done)
 
 
-if __name__ == "__main__":
+def cli_main():
+  """The command line (also the installed command's entry point)."""
   for name in ("input_file", "vocab_file", "bert_config_file", "init_checkpoint",
                "output_file"):
     flags.mark_flag_as_required(name)
   cli.run(main)
+
+
+if __name__ == "__main__":
+  cli_main()

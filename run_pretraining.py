@@ -99,8 +99,13 @@ def main(_):
     training.report_eval_results(FLAGS.output_dir, results, step)
 
 
-if __name__ == "__main__":
+def cli_main():
+  """The command line (also the installed command's entry point)."""
   flags.mark_flag_as_required("bert_config_file")
   flags.mark_flag_as_required("input_file")
   flags.mark_flag_as_required("output_dir")
   cli.run(main)
+
+
+if __name__ == "__main__":
+  cli_main()

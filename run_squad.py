@@ -192,8 +192,13 @@ def main(_):
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 
-if __name__ == "__main__":
+def cli_main():
+  """The command line (also the installed command's entry point)."""
   flags.mark_flag_as_required("vocab_file")
   flags.mark_flag_as_required("bert_config_file")
   flags.mark_flag_as_required("output_dir")
   cli.run(main)
+
+
+if __name__ == "__main__":
+  cli_main()

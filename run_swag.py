@@ -108,7 +108,12 @@ def main(_):
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 
-if __name__ == "__main__":
+def cli_main():
+  """The command line (also the installed command's entry point)."""
   for name in ("data_dir", "vocab_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(name)
   cli.run(main)
+
+
+if __name__ == "__main__":
+  cli_main()

@@ -94,8 +94,13 @@ def main(argv):
     logging.info("  %s: %d records", name, count)
 
 
-if __name__ == "__main__":
+def cli_main():
+  """The command line (also the installed command's entry point)."""
   flags.mark_flag_as_required("input_file")
   flags.mark_flag_as_required("vocab_file")
   flags.mark_flag_as_required("output_dir")
   cli.run(main, flags_parser=cli.parse_known_flags)
+
+
+if __name__ == "__main__":
+  cli_main()

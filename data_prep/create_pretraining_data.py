@@ -8,7 +8,7 @@ Every flag of the original keeps its name and default. Additions:
   --num_workers           processes for tokenization (0 = one per core);
   --on_invalid_utf8       `strict` (error naming file and line) or `ignore`;
   --output_dir, --num_tasks, --task_index
-                          sharded mode (see README): each input file is an
+                          sharded mode (docs/pretraining_data.md): each input file is an
                           independent shard with its own derived seed, written
                           to output_dir/<input name>.tfrecord; existing shards
                           are skipped, so an interrupted run resumes.
@@ -124,7 +124,12 @@ def main(_):
                        on_invalid_utf8=FLAGS.on_invalid_utf8)
 
 
-if __name__ == "__main__":
+def cli_main():
+  """The command line (also the installed command's entry point)."""
   flags.mark_flag_as_required("input_file")
   flags.mark_flag_as_required("vocab_file")
   cli.run(main)
+
+
+if __name__ == "__main__":
+  cli_main()

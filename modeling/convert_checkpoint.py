@@ -57,7 +57,12 @@ def main(_):
   logging.info("Wrote %s (%s format).", written, FLAGS.output_format)
 
 
-if __name__ == "__main__":
+def cli_main():
+  """The command line (also the installed command's entry point)."""
   flags.mark_flags_as_required(["bert_config_file", "input_checkpoint",
                                 "output_checkpoint"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  cli_main()

@@ -227,7 +227,12 @@ def main(argv):
                FLAGS.output_file, time.time() - start)
 
 
-if __name__ == "__main__":
+def cli_main():
+  """The command line (also the installed command's entry point)."""
   flags.mark_flag_as_required("input_file")
   flags.mark_flag_as_required("output_file")
   cli.run(main, flags_parser=cli.parse_known_flags)
+
+
+if __name__ == "__main__":
+  cli_main()

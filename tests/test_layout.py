@@ -1,4 +1,4 @@
-"""The layout's promises (README, Layout), read from the code's own imports.
+"""The layout's promises (docs/layout.md), read from the code's own imports.
 
 Data flows one way: plumbing <- data_prep <- tasks, modeling <- serving <-
 the scripts. A change that makes modeling import a task, or plumbing import

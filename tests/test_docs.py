@@ -1,0 +1,264 @@
+"""The README and docs/ as a user reads them: every shell command names a
+script that exists and flags it defines, and the Quick start runs as written."""
+
+import ast
+import csv
+import glob
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT, SHARED_DATA, data_file
+
+DOC_FILES = ([os.path.join(REPO_ROOT, "README.md"), os.path.join(REPO_ROOT, "bench", "README.md")]
+             + sorted(glob.glob(os.path.join(REPO_ROOT, "docs", "*.md"))))
+DOC_PAGES = ("tokenization", "pretraining_data", "pretraining", "ablations", "model",
+             "checkpoints", "fine_tuning", "serving", "extract_features", "faithfulness",
+             "reliability", "faq", "layout")
+# Flags absl defines in every program.
+ABSL_FLAGS = {"help", "helpfull", "helpshort", "helpxml", "flagfile", "undefok", "logtostderr",
+              "alsologtostderr", "log_dir", "verbosity", "v", "stderrthreshold",
+              "showprefixforinfo", "only_check_args", "run_with_pdb", "pdb",
+              "run_with_profiling", "use_cprofile_for_profiling", "logger_levels"}
+
+
+def _shell_blocks(path):
+  """The ```sh / ```shell / ```bash blocks of a Markdown file, as
+  (line number, text) with backslash continuations joined."""
+  text = open(path, encoding="utf-8").read()
+  for match in re.finditer(r"^```(?:sh|shell|bash)\n(.*?)^```", text, re.M | re.S):
+    yield text[:match.start()].count("\n") + 2, match.group(1).replace("\\\n", " ")
+
+
+def _commands(path):
+  for line_number, block in _shell_blocks(path):
+    for line in block.splitlines():
+      words = shlex.split(line, comments=True)
+      if words:
+        yield line_number, words
+
+
+def _module_file(name):
+  base = os.path.join(REPO_ROOT, *name.split("."))
+  for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+    if os.path.exists(candidate):
+      return candidate
+  return None
+
+
+def _absl_flags(path, seen=None):
+  """Flag names defined by a module and the project modules it imports."""
+  seen = set() if seen is None else seen
+  if path in seen:
+    return set()
+  seen.add(path)
+  source = open(path, encoding="utf-8").read()
+  names = set(re.findall(r"flags\.DEFINE_\w+\(\s*\"(\w+)\"", source))
+  for node in ast.walk(ast.parse(source)):
+    modules = []
+    if isinstance(node, ast.Import):
+      modules = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      modules = [node.module] + ["%s.%s" % (node.module, a.name) for a in node.names]
+    for module in modules:
+      found = _module_file(module)
+      if found:
+        names |= _absl_flags(found, seen)
+  return names
+
+
+def _argparse_flags(path):
+  """Flags an argparse script defines, with those of the modules beside it
+  that it imports (bench/common.py's shared arguments)."""
+  source = open(path, encoding="utf-8").read()
+  names = set(re.findall(r"\"--(\w+)\"", source))
+  for loop in re.findall(r"for name in \(([^)]*)\):\s*\n\s*parser\.add_argument\(\"--\" \+ name",
+                         source):
+    names |= set(re.findall(r"\"(\w+)\"", loop))
+  for module in re.findall(r"^import (\w+)", source, re.M):
+    sibling = os.path.join(os.path.dirname(path), module + ".py")
+    if os.path.exists(sibling):
+      names |= set(re.findall(r"\"--(\w+)\"", open(sibling, encoding="utf-8").read()))
+  return names | {"help"}
+
+
+def _beam_options():
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+  return set(PipelineOptions([]).get_all_options())
+
+
+def _console_scripts():
+  with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as f:
+    return tomllib.load(f)["project"]["scripts"]
+
+
+def _program(words):
+  """(path of the program a command runs, its arguments), or None for
+  commands that are not this project's (docker, curl, export, ...)."""
+  head = words[0]
+  if head.endswith("/python") or head in ("python", "python3"):
+    if words[1] == "-m":
+      if not os.path.isdir(os.path.join(REPO_ROOT, words[2].split(".")[0])):
+        return None  # pytest, pip: not ours.
+      return _module_file(words[2]) or words[2], words[3:]
+    return os.path.join(REPO_ROOT, words[1]), words[2:]
+  if head in _console_scripts():
+    return _module_file(_console_scripts()[head].split(":")[0]), words[1:]
+  return None
+
+
+def test_every_page_the_readme_links_exists():
+  readme = open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8").read()
+  assert len(readme.splitlines()) <= 250
+  for page in DOC_PAGES:
+    assert "docs/%s.md" % page in readme, page
+    assert os.path.exists(os.path.join(REPO_ROOT, "docs", page + ".md")), page
+  for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme):
+    if not target.startswith("http"):
+      assert os.path.exists(os.path.join(REPO_ROOT, target)), target
+  for path in glob.glob(os.path.join(REPO_ROOT, "docs", "*.md")):
+    text = open(path, encoding="utf-8").read()
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
+      if not target.startswith("http"):
+        assert os.path.exists(os.path.join(REPO_ROOT, "docs", target)), (path, target)
+
+
+def test_every_documented_command_parses():
+  """Each command of the README, docs/ and bench/README.md runs a script that
+  exists with flags it defines: fails when a flag is renamed or removed."""
+  makefile = open(os.path.join(REPO_ROOT, "Makefile"), encoding="utf-8").read()
+  beam_options = None
+  checked = 0
+  for path in DOC_FILES:
+    for line_number, words in _commands(path):
+      where = "%s:%d: %s" % (os.path.relpath(path, REPO_ROOT), line_number, " ".join(words))
+      if words[0] == "make":
+        for target in (w for w in words[1:] if "=" not in w):
+          assert re.search(r"^%s:" % re.escape(target), makefile, re.M), where
+        checked += 1
+        continue
+      program = _program(words)
+      if program is None:
+        continue
+      script, arguments = program
+      assert script and os.path.exists(script), where
+      source = open(script, encoding="utf-8").read()
+      defined = (_absl_flags(script) | ABSL_FLAGS if "absl" in source
+                 else _argparse_flags(script))
+      for argument in arguments:
+        if not argument.startswith("--"):
+          continue
+        name = argument[2:].split("=")[0]
+        if name in defined or (name.startswith("no") and name[2:] in defined):
+          continue
+        if "parse_known_flags" in source:  # Unknown flags go to Beam.
+          beam_options = _beam_options() if beam_options is None else beam_options
+          if name in beam_options:
+            continue
+        pytest.fail("%s: --%s is not a flag of %s" % (where, name, os.path.basename(script)))
+      checked += 1
+  assert checked >= 30, checked  # The pages hold this many commands at least.
+
+
+def _write_released_checkpoint(directory):
+  """A tiny checkpoint as Google publishes them: bert_config.json, vocab.txt
+  and a name-based bert_model.ckpt, written by the project's own writer."""
+  import modeling  # pylint: disable=g-import-not-at-top
+  os.makedirs(directory)
+  vocab = open(data_file("vocab/bert_uncased_vocab.txt"), encoding="utf-8").read()
+  with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+    f.write(vocab)
+  config = {"vocab_size": len(vocab.splitlines()), "hidden_size": 32, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "intermediate_size": 64, "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+            "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02}
+  with open(os.path.join(directory, "bert_config.json"), "w", encoding="utf-8") as f:
+    json.dump(config, f)
+  model = modeling.BertPretrainer(modeling.BertConfig.from_dict(config))
+  modeling.save_original_checkpoint(model, os.path.join(directory, "bert_model.ckpt"))
+
+
+def _write_mrpc(directory):
+  """MRPC files: the first rows of the real ones when ../shared is here,
+  else made-up rows in the same format."""
+  os.makedirs(directory)
+  real = os.path.join(SHARED_DATA, "glue", "MRPC")
+  for name, rows in (("train.tsv", 64), ("dev.tsv", 24), ("test.tsv", 12)):
+    if os.path.exists(real):
+      with open(os.path.join(real, name), encoding="utf-8") as f:
+        lines = f.read().splitlines()[:rows + 1]
+    else:
+      header = ("index\t#1 ID\t#2 ID\t#1 String\t#2 String" if name == "test.tsv"
+                else "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String")
+      lines = [header] + ["%d\t%d\t%d\tThe cat number %d sat on the mat .\tA cat %s on a mat ."
+                          % (i if name == "test.tsv" else i % 2, 2 * i, 2 * i + 1, i,
+                             "sat" if i % 2 else "ran away") for i in range(rows)]
+    with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+      f.write("\n".join(lines) + "\n")
+
+
+def _quick_start_commands():
+  readme = open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8").read()
+  section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+  blocks = re.findall(r"^```sh\n(.*?)^```", section, re.M | re.S)
+  return [line for block in blocks for line in block.replace("\\\n", " ").splitlines()
+          if line.strip()]
+
+
+def test_quick_start_runs_as_written(tmp_path):
+  """The README's Quick start, copied as a user would after setting its two
+  variables (only /tmp/ moved under the test's directory): a released-format
+  checkpoint is fine-tuned, evaluated, predicts, exports, and the export,
+  queried from a fresh process, answers what --do_predict wrote."""
+  bert_base_dir = str(tmp_path / "uncased_L-2_H-32_A-2")
+  glue_dir = str(tmp_path / "glue_data")
+  _write_released_checkpoint(bert_base_dir)
+  _write_mrpc(os.path.join(glue_dir, "MRPC"))
+  ran = []
+  for command in _quick_start_commands():
+    words = shlex.split(command, comments=True)
+    if not words or words[0] in ("export", "docker", "curl"):
+      assert not words or words[0] != "export" or words[1].split("=")[0] in (
+          "BERT_BASE_DIR", "GLUE_DIR")
+      continue
+    assert words[0] == ".venv/bin/python", command
+    command = command.replace(".venv/bin/python", shlex.quote(sys.executable), 1)
+    command = command.replace("/tmp/", str(tmp_path) + "/")
+    result = subprocess.run(["bash", "-c", command], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=600,
+                            env=dict(os.environ, BERT_BASE_DIR=bert_base_dir,
+                                     GLUE_DIR=glue_dir, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, command + "\n" + result.stderr[-3000:]
+    ran.append((words, result.stdout))
+  assert [w[1] for w, _ in ran] == ["run_classifier.py", "run_classifier.py", "serving/query.py"]
+
+  output_dir = tmp_path / "mrpc_output"
+  results = dict(line.split(" = ") for line in
+                 (output_dir / "eval_results.txt").read_text().splitlines())
+  assert int(results["global_step"]) == 64 * 3 // 32
+  assert 0 <= float(results["eval_accuracy"]) <= 1 and float(results["eval_loss"]) > 0
+  with open(output_dir / "test_results.tsv", encoding="utf-8") as f:
+    predicted = np.array([[float(x) for x in row] for row in csv.reader(f, delimiter="\t")])
+  assert predicted.shape == (12, 2)
+  np.testing.assert_allclose(predicted.sum(axis=1), 1, atol=1e-5)
+  assert ran[2][1].startswith("label: ") or "probabilities: " in ran[2][1]
+
+  # The export answers the first test pair as --do_predict did.
+  with open(os.path.join(glue_dir, "MRPC", "test.tsv"), encoding="utf-8") as f:
+    first = f.read().splitlines()[1].split("\t")
+  result = subprocess.run(
+      [sys.executable, "serving/query.py", "--export_dir=%s" % (tmp_path / "mrpc_export" / "1"),
+       "--text_a=" + first[3], "--text_b=" + first[4]],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert result.returncode == 0, result.stderr[-3000:]
+  answer = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
+  np.testing.assert_allclose(json.loads(answer["probabilities"])[0], predicted[0], atol=1e-5)
+  assert json.loads(answer["label"]) == [str(int(np.argmax(predicted[0])))]

@@ -17,9 +17,18 @@ original's semantics exactly:
   * checkpoints every `save_checkpoints_steps` and at the end (model,
     optimizer, step), resumed automatically from `output_dir`, with the input
     position restored by skipping the batches already consumed;
-  * a NaN or infinite loss stops training before the bad weights are saved.
+  * a NaN or infinite loss stops training before the bad weights are saved;
+  * SIGTERM (a preemptible machine about to stop) ends the run after the
+    current step, with a checkpoint at that step; the same command run again
+    continues from it and ends with the weights an uninterrupted run has.
+    tf.distribute.experimental.PreemptionCheckpointHandler is not used: it
+    checks between calls of the training function, and one call runs
+    `iterations_per_loop` steps (1000 by default), too long to wait; here the
+    compiled loop itself reads the request before each step. Under
+    MultiWorkerMirroredStrategy the request is per worker: send it to all.
 """
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -33,8 +42,11 @@ import tensorflow as tf
 
 from modeling import checkpoints
 from modeling import optimization
+from plumbing.errors import Stopped
 from plumbing.errors import UserError
 from plumbing import files
+from plumbing import run_lock
+from plumbing import stop_request
 
 
 class NonFiniteLossError(UserError, FloatingPointError):
@@ -198,8 +210,18 @@ def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=N
   did ("Num examples", ...). The optimizer is `create_optimizer(settings)`;
   one given instead brings its own schedule (the settings' learning rate,
   warm-up and optimizer name are then not used). `stop_after_steps` ends the
-  run early (for tests of resuming).
+  run early (for tests of resuming). While it trains, another run cannot
+  train into the same output_dir (plumbing/run_lock.py).
   """
+  files.makedirs(settings.output_dir)
+  lock = run_lock.hold(settings.output_dir) if _is_chief(strategy) else contextlib.nullcontext()
+  with lock:
+    return _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
+                  stop_after_steps)
+
+
+def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
+           stop_after_steps):
   num_train_steps = settings.num_train_steps
   logging.info("***** Running training *****")
   for name, count in counts:
@@ -231,7 +253,9 @@ def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=N
                                        max_to_keep=settings.keep_checkpoint_max or None,
                                        checkpoint_name="ckpt")
   if manager.latest_checkpoint:
-    checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    with checkpoints.reporting_damage(manager.latest_checkpoint,
+                                      _resume_advice(manager, ckpt_dir)):
+      checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
     logging.info("Resuming from %s at step %d.", manager.latest_checkpoint, int(step_var.numpy()))
   elif settings.init_checkpoint:
     checkpoints.load_checkpoint(model, settings.init_checkpoint)
@@ -267,17 +291,26 @@ def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=N
 
   step_fn = tf.function(replica_step, jit_compile=True) if settings.use_xla else replica_step
 
+  # Set from a helper thread when SIGTERM arrives (plumbing/stop_request.py);
+  # read by the compiled loop before each step.
+  stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
+
   @tf.function
   def run_steps(steps):
-    """(last step's loss, mean loss of the steps)."""
+    """(last step's loss, mean loss of the steps, steps run): fewer than
+    `steps` when a stop was requested."""
     loss = tf.constant(0.0)
     total = tf.constant(0.0)
+    done = tf.constant(0, tf.int64)
     for _ in tf.range(steps):
+      if stop_requested:
+        break
       per_replica_loss = strategy.run(step_fn, args=(next(iterator),))
       loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
       total += loss
+      done += 1
       step_var.assign_add(1)
-    return loss, total / tf.cast(steps, tf.float32)
+    return loss, total / tf.cast(tf.maximum(done, 1), tf.float32), done
 
   writer = tf.summary.create_file_writer(os.path.join(output_dir, "train")) \
       if _is_chief(strategy) else tf.summary.create_noop_writer()
@@ -286,33 +319,53 @@ def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=N
   step = start_step
   loss = None
   rate = 0.0
-  while step < end_step:
-    next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
-    chunk = min(settings.iterations_per_loop, next_save - step, end_step - step)
-    started = time.time()
-    loss, mean_loss = (float(x) for x in run_steps(tf.constant(chunk, tf.int64)))
-    elapsed = time.time() - started
-    step = int(step_var.numpy())
-    if not np.isfinite(mean_loss):  # Any non-finite step of the loop.
-      raise NonFiniteLossError(
-          "Loss is %s at step %d; stopping. The last good checkpoint is %s." %
-          (mean_loss, step, manager.latest_checkpoint or "(none)"))
-    rate = chunk * global_batch_size / max(elapsed, 1e-9)
-    learning_rate = float(optimizer.learning_rate)
-    logging.info("step %d/%d: loss = %.6f, mean of the last %d steps %.6f, "
-                 "%.1f examples/s, learning rate %.3g", step, num_train_steps, loss,
-                 chunk, mean_loss, rate, learning_rate)
-    with writer.as_default(step=step):
-      # The loop's mean: one step's loss at small batches is mostly noise.
-      tf.summary.scalar("loss", mean_loss)
-      tf.summary.scalar("learning_rate", learning_rate)
-      tf.summary.scalar("examples_per_second", rate)
-    if step % save_checkpoints_steps == 0 or step == num_train_steps:
-      manager.save(checkpoint_number=step)
+  with stop_request.watch(lambda signum: stop_requested.assign(True)):
+    while step < end_step:
+      next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
+      chunk = min(settings.iterations_per_loop, next_save - step, end_step - step)
+      started = time.time()
+      loss, mean_loss, done = run_steps(tf.constant(chunk, tf.int64))
+      loss, mean_loss, done = float(loss), float(mean_loss), int(done)
+      elapsed = time.time() - started
+      step = int(step_var.numpy())
+      if done and not np.isfinite(mean_loss):  # Any non-finite step of the loop.
+        raise NonFiniteLossError(
+            "Loss is %s at step %d; stopping. The last good checkpoint is %s." %
+            (mean_loss, step, manager.latest_checkpoint or "(none)"))
+      if done:
+        rate = done * global_batch_size / max(elapsed, 1e-9)
+        learning_rate = float(optimizer.learning_rate)
+        logging.info("step %d/%d: loss = %.6f, mean of the last %d steps %.6f, "
+                     "%.1f examples/s, learning rate %.3g", step, num_train_steps, loss,
+                     done, mean_loss, rate, learning_rate)
+        with writer.as_default(step=step):
+          # The loop's mean: one step's loss at small batches is mostly noise.
+          tf.summary.scalar("loss", mean_loss)
+          tf.summary.scalar("learning_rate", learning_rate)
+          tf.summary.scalar("examples_per_second", rate)
+      if bool(stop_requested.numpy()):
+        saved = manager.save(checkpoint_number=step)
+        writer.flush()
+        raise Stopped("SIGTERM at step %d of %d; saved %s. Run the same command again "
+                      "to continue from there." % (step, num_train_steps, saved))
+      if step % save_checkpoints_steps == 0 or step == num_train_steps:
+        manager.save(checkpoint_number=step)
   writer.flush()
   if ckpt_dir != output_dir:
     shutil.rmtree(ckpt_dir, ignore_errors=True)
   return TrainResult(step, loss, rate)
+
+
+def _resume_advice(manager, ckpt_dir):
+  """What to do when the latest checkpoint of a run cannot be read."""
+  latest = manager.latest_checkpoint
+  earlier = [c for c in manager.checkpoints if c != latest]
+  state = os.path.join(ckpt_dir, "checkpoint")
+  if not earlier:
+    return ("Delete %s.* and %s to train from the start." % (latest, state))
+  return ("To resume from the checkpoint before it, delete %s.* and set the first line "
+          "of %s to: model_checkpoint_path: \"%s\"" %
+          (latest, state, os.path.basename(earlier[-1])))
 
 
 def load_for_inference(model, output_dir, init_checkpoint=None):

@@ -5,20 +5,28 @@ describe bad input (a missing file, a malformed line, a flag out of range, a
 checkpoint that does not fit the config) are printed as one line naming what
 is wrong and what to do, and the process exits with status 1. Anything else
 is a bug and keeps its traceback; `--traceback` shows it for user errors too.
+A run stopped by SIGTERM after saving its state says so in one line and exits
+with status 143.
 """
 
+import errno
 import gc
+import signal
 import sys
 
 from absl import app
 from absl import flags
 
+from plumbing.errors import Stopped
 from plumbing.errors import UserError
 
 flags.DEFINE_bool("traceback", False,
                   "Show the Python traceback of input errors too (for debugging).")
 
 EXIT_USER_ERROR = 1
+# A run stopped by SIGTERM reports what a process ended by it does (128 + 15),
+# so that schedulers see it did not finish; its state is saved.
+EXIT_STOPPED = 128 + signal.SIGTERM
 
 
 def _user_error_types():
@@ -27,11 +35,29 @@ def _user_error_types():
            UnicodeDecodeError]
   tf = sys.modules.get("tensorflow")
   if tf is not None:  # Only if the script uses TensorFlow anyway.
-    types += [tf.errors.NotFoundError, tf.errors.PermissionDeniedError]
+    types += [tf.errors.NotFoundError, tf.errors.PermissionDeniedError,
+              tf.errors.DataLossError]
   return tuple(types)
 
 
+def _out_of_space(error):
+  """Whether `error` is a write that failed for lack of disk space or quota
+  (Python's OSError, or TensorFlow's error carrying the same message)."""
+  if isinstance(error, OSError):
+    return error.errno in (errno.ENOSPC, errno.EDQUOT)
+  tf = sys.modules.get("tensorflow")
+  return (tf is not None and isinstance(error, tf.errors.OpError) and
+          ("No space left on device" in str(error) or "Disk quota exceeded" in str(error)))
+
+
 def _one_line(error):
+  tf = sys.modules.get("tensorflow")
+  if tf is not None and isinstance(error, tf.errors.DataLossError):
+    # TensorFlow names an offset in a dataset; say which file and record.
+    from plumbing import tfrecord  # pylint: disable=g-import-not-at-top
+    described = tfrecord.describe_damage()
+    if described:
+      return described
   text = str(error).strip() or type(error).__name__
   # TensorFlow's messages can carry a trailing op trace; the first paragraph
   # says what went wrong.
@@ -54,6 +80,8 @@ def run(main, flags_parser=None, argv=None):
   argv = list(sys.argv if argv is None else argv)
 
   def guarded_main(args):
+    if "plumbing.tfrecord" in sys.modules:  # A new run in this process (tests).
+      sys.modules["plumbing.tfrecord"].forget_reads()
     try:
       result = main(args)
       # The work is done and written: spare the exit the garbage collector's
@@ -66,6 +94,23 @@ def run(main, flags_parser=None, argv=None):
         raise
       program = argv[0].rsplit("/", 1)[-1]
       sys.stderr.write("%s: error: %s\n" % (program, _one_line(error)))
+      sys.stderr.flush()
+      sys.exit(EXIT_USER_ERROR)
+    except Stopped as stopped:
+      program = argv[0].rsplit("/", 1)[-1]
+      sys.stderr.write("%s: stopped: %s\n" % (program, stopped))
+      sys.stderr.flush()
+      sys.exit(EXIT_STOPPED)
+    except Exception as error:  # pylint: disable=broad-except
+      if not _out_of_space(error) or flags.FLAGS.traceback:
+        raise
+      program = argv[0].rsplit("/", 1)[-1]
+      where = getattr(error, "filename", None)
+      sys.stderr.write("%s: error: out of disk space%s (%s). Free some space, or write to "
+                       "another directory; output files are written whole or not at all, "
+                       "and checkpoints already saved are intact.\n" % (
+                           program, " writing %s" % where if where else "",
+                           _one_line(error)))
       sys.stderr.flush()
       sys.exit(EXIT_USER_ERROR)
   app.run(guarded_main, argv=argv, flags_parser=flags_parser or app.parse_flags_with_usage)

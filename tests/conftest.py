@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -78,17 +79,19 @@ def reference_checkpoint():
   return data_file(MODELING_REF + "model.ckpt")
 
 
-def kill_at_checkpoint(command, output_dir, checkpoint_name, timeout=300):
+def kill_at_checkpoint(command, output_dir, checkpoint_name, timeout=300,
+                       sig=signal.SIGKILL):
   """Runs `command` (from the repo root) and kills it (SIGKILL, no clean-up)
   as soon as `checkpoint_name` (e.g. "ckpt-6") is the latest checkpoint in
-  `output_dir`, as a crash or preemption would.
+  `output_dir`, as a crash would; with sig=SIGTERM, as a preemptible
+  machine's shutdown would. Returns the process's (exit status, stderr).
 
   Waits for the `checkpoint` state file, not the checkpoint's own files:
   those are written first, and a kill in between rightly resumes from the
   checkpoint before.
   """
-  proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+  stderr = tempfile.TemporaryFile("w+")
+  proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=stderr)
   state = os.path.join(output_dir, "checkpoint")
 
   def recorded():
@@ -99,8 +102,10 @@ def kill_at_checkpoint(command, output_dir, checkpoint_name, timeout=300):
   deadline = time.time() + timeout
   while not recorded() and proc.poll() is None and time.time() < deadline:
     time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
+  proc.send_signal(sig)
+  proc.wait(timeout=timeout)
+  stderr.seek(0)
+  return proc.returncode, stderr.read()
 
 
 def guessing_baselines(record_file, max_seq_length, max_predictions_per_seq, next_token=False):

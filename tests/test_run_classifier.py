@@ -6,6 +6,8 @@ tests/data/classifier_reference/README.md says how each reference was made.
 import hashlib
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 
@@ -194,9 +196,11 @@ def test_glue_metrics_on_hand_computed_cases():
   assert outputs.batch_mean_loss(per_example, np.array([1, 1, 1, 0]), 2) == 2.0
 
 
-def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):
-  """A run killed after a checkpoint and run again ends as an uninterrupted one
-  (weights, dropout state and input position are all restored)."""
+def test_killed_or_terminated_fine_tuning_resumes_to_the_same_results(tmp_path):
+  """A run killed (SIGKILL) after a checkpoint, or stopped by SIGTERM (which
+  saves the step it stopped at, says so in one line and exits with 143), and
+  run again ends as an uninterrupted one (weights, dropout state and input
+  position are all restored)."""
   source = shared_path("checks/classifier/MRPC/dev.tsv")
   data = tmp_path / "data"
   data.mkdir()
@@ -205,27 +209,41 @@ def test_killed_fine_tuning_resumes_to_the_same_results(tmp_path):
   (data / "train.tsv").write_text("".join(lines), encoding="utf-8")
   (data / "dev.tsv").write_text("".join(lines[:41]), encoding="utf-8")
 
-  def args(output_dir):  # 96 examples, batch 8: 12 steps, checkpoints at 6 and 12.
+  def args(output_dir):  # 96 examples, batch 8, 3 epochs: 36 steps, checkpoints every 6.
     return ["--task_name=MRPC", "--do_train", "--do_eval", "--data_dir=%s" % data,
             "--vocab_file=" + data_file(UNCASED), "--bert_config_file=" + CONFIG,
             "--init_checkpoint=" + data_file("eval_reference/model.ckpt"),
-            "--max_seq_length=32", "--train_batch_size=8", "--num_train_epochs=1",
+            "--max_seq_length=32", "--train_batch_size=8", "--num_train_epochs=3",
             "--learning_rate=1e-3", "--save_checkpoints_steps=6",
-            "--iterations_per_loop=2", "--output_dir=%s" % output_dir]
+            "--iterations_per_loop=2", "--keep_checkpoint_max=0", "--output_dir=%s" % output_dir]
 
   straight = tmp_path / "straight"
   result = run_classifier(args(straight))
   assert result.returncode == 0, result.stderr[-3000:]
-  killed = tmp_path / "killed"
-  kill_at_checkpoint([sys.executable, "run_classifier.py"] + args(killed),
-                    killed, "ckpt-6")
-  assert (killed / "ckpt-6.index").exists() and not (killed / "ckpt-12.index").exists()
-  result = run_classifier(args(killed))
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert "Resuming from" in result.stderr
-  assert_trained_between(str(killed / "ckpt-6"), str(killed))  # To the last step.
   first = _parse_results(straight / "eval_results.txt")
-  second = _parse_results(killed / "eval_results.txt")
-  assert first["global_step"] == second["global_step"] == "12"
-  for key in first:
-    assert abs(float(first[key]) - float(second[key])) <= 1e-6, key
+  assert first["global_step"] == "36"
+
+  killed = tmp_path / "killed"
+  kill_at_checkpoint([sys.executable, "run_classifier.py"] + args(killed), killed, "ckpt-6")
+  assert (killed / "ckpt-6.index").exists() and not (killed / "ckpt-12.index").exists()
+
+  terminated = tmp_path / "terminated"
+  status, stderr = kill_at_checkpoint([sys.executable, "run_classifier.py"] + args(terminated),
+                                      terminated, "ckpt-6", sig=signal.SIGTERM)
+  assert status == 143, stderr[-3000:]
+  last_line = stderr.strip().splitlines()[-1]
+  assert re.fullmatch(r"run_classifier\.py: stopped: SIGTERM at step \d+ of 36; saved .*ckpt-\d+\. "
+                      r"Run the same command again to continue from there\.", last_line), last_line
+  stopped_at = int(tf.train.latest_checkpoint(str(terminated)).rsplit("-", 1)[1])
+  assert 6 <= stopped_at < 36 and "step %d of 36" % stopped_at in last_line
+  assert not (terminated / "eval_results.txt").exists()
+
+  for interrupted, checkpoint in ((killed, "ckpt-6"), (terminated, "ckpt-%d" % stopped_at)):
+    result = run_classifier(args(interrupted))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resuming from" in result.stderr
+    assert_trained_between(str(interrupted / checkpoint), str(interrupted))  # To the last step.
+    second = _parse_results(interrupted / "eval_results.txt")
+    assert second["global_step"] == "36"
+    for key in first:
+      assert abs(float(first[key]) - float(second[key])) <= 1e-6, (interrupted, key)

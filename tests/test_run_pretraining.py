@@ -3,9 +3,12 @@ resuming, NaN guard, bad input, and the original's eval results."""
 
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -17,6 +20,8 @@ import modeling
 from modeling import losses
 from modeling import optimization
 from modeling import training
+from plumbing.errors import Stopped
+from plumbing.errors import UserError
 
 RECORDS = data_file("pretraining_reference/sample_default.tfrecord")  # 23 records, seq 128
 EVAL_REF = "eval_reference/"
@@ -78,11 +83,14 @@ def test_eval_alone_reproduces_original_eval_results(tmp_path):
 
 
 def reference_run(strategy_name, accumulation, out_dir, save_every=6, stop_after=None,
-                  init=data_file("modeling_reference/model.ckpt")):
+                  init=data_file("modeling_reference/model.ckpt"), iterations_per_loop=4,
+                  sigterm_at_batch=None):
   """Six steps of the training driver on the original's reference batch of 3,
   from its checkpoint, with its optimizer (8 steps, 3 of warm-up); returns
   the final step, replica count and weights (by original name). A run
-  stopped early (`stop_after` steps) resumes from `out_dir` when called again."""
+  stopped early (`stop_after` steps) resumes from `out_dir` when called again.
+  `sigterm_at_batch`: the input pipeline sends this process SIGTERM as it
+  reads that batch, as a preemptible machine's shutdown would."""
   inputs = dict(np.load(data_file("modeling_reference/inputs.npz")))
   features = {k: inputs[k] for k in PRETRAINING_FEATURES}
   strategy = training.create_strategy(strategy_name)
@@ -91,11 +99,24 @@ def reference_run(strategy_name, accumulation, out_dir, save_every=6, stop_after
                                                      attention_probs_dropout_prob=0.0))
     optimizer = optimization.create_optimizer(2e-3, 8, 3)
   # Per-replica batches of the 3 examples in order: each step sees all three.
-  dataset_fn = lambda batch, context: tf.data.Dataset.from_tensor_slices(
-      features).repeat().batch(batch)
+  def dataset_fn(batch, context):
+    dataset = tf.data.Dataset.from_tensor_slices(features).repeat().batch(batch)
+    if sigterm_at_batch is None:
+      return dataset
+
+    def send_sigterm(index):
+      if int(index) == sigterm_at_batch:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)  # The batch comes late: the request is seen before more steps run.
+      return index
+
+    def read(index, batch):
+      with tf.control_dependencies([tf.py_function(send_sigterm, [index], tf.int64)]):
+        return tf.nest.map_structure(tf.identity, batch)
+    return dataset.enumerate().map(read)
   settings = training.TrainingSettings(
       output_dir=out_dir, num_train_steps=6, train_batch_size=3, save_checkpoints_steps=save_every,
-      iterations_per_loop=4, gradient_accumulation_steps=accumulation,
+      iterations_per_loop=iterations_per_loop, gradient_accumulation_steps=accumulation,
       init_checkpoint=init)
   result = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn, settings,
                           optimizer=optimizer, stop_after_steps=stop_after)
@@ -147,6 +168,55 @@ def test_stopped_and_resumed_run_matches_original(tmp_path):
   assert int(halfway["step"]) == 3
   assert tf.train.latest_checkpoint(out_dir).endswith("ckpt-3")
   _assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=3, init=None))
+
+
+def test_sigterm_saves_the_step_it_stopped_at_and_the_rerun_matches_original(tmp_path):
+  """SIGTERM arriving while one compiled call runs all 6 steps stops the run
+  after the step in progress, with a checkpoint at that step (not at a
+  save_checkpoints_steps boundary); the same call again ends on the
+  original's trajectory."""
+  out_dir = str(tmp_path / "loop")
+  with pytest.raises(Stopped, match="SIGTERM at step"):
+    reference_run("one_device", 1, out_dir, iterations_per_loop=6, sigterm_at_batch=2)
+  stopped_at = int(tf.train.latest_checkpoint(out_dir).rsplit("-", 1)[1])
+  assert 0 < stopped_at < 6  # Inside the loop of 6, which saves only at its end.
+  assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # Handler restored.
+  _assert_reference_trajectory(reference_run("one_device", 1, out_dir, init=None,
+                                             iterations_per_loop=6))
+
+
+_HOLD_LOCK = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from plumbing import run_lock
+with run_lock.hold(sys.argv[2]):
+  print("held", flush=True)
+  time.sleep(600)
+"""
+
+
+def test_a_live_runs_output_dir_refuses_a_second_run_and_a_dead_runs_does_not(tmp_path):
+  """While a process trains into a directory, another training run there
+  stops with one line naming the holder, before writing anything; once the
+  holder dies (SIGKILL: no clean-up), the directory is free again."""
+  out_dir = tmp_path / "loop"
+  out_dir.mkdir()
+  holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, REPO_ROOT, str(out_dir)],
+                            stdout=subprocess.PIPE, text=True)
+  try:
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(UserError, match=r"in use by another training run \(\{\"pid\": %d"
+                       % holder.pid):
+      reference_run("one_device", 1, str(out_dir))
+    result = _run(_train_args(_tiny_config(tmp_path), out_dir, 3))
+    assert result.returncode == 1
+    assert re.fullmatch(r"run_pretraining\.py: error: --output_dir=\S+ is in use by another "
+                        r"training run .*", result.stderr.strip().splitlines()[-1])
+    assert tf.train.latest_checkpoint(str(out_dir)) is None
+  finally:
+    holder.kill()
+    holder.wait()
+  _assert_reference_trajectory(reference_run("one_device", 1, str(out_dir)))
 
 
 def test_mirrored_three_cpus_matches_original(tmp_path):

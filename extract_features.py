@@ -99,7 +99,7 @@ def main(_):
   indexes = layer_indexes(config)
   run_flags.check_batch_size(FLAGS, "batch_size", strategy)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+  tokenizer = run_flags.load_tokenizer(FLAGS, config)
   num_lines = feature_extraction.check_input(FLAGS.input_file)
   with strategy.scope():
     model = modeling.BertModel(config)

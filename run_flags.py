@@ -162,6 +162,22 @@ def load_config(flag_values):
   return config
 
 
+def load_tokenizer(flag_values, config):
+  """The --vocab_file's FullTokenizer, checked against the config: a
+  vocabulary with more entries than `vocab_size` gives ids the model has no
+  embedding for."""
+  tokenizer = tokenization.FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
+  entries = max(tokenizer.vocab.values(), default=-1) + 1
+  if entries > config.vocab_size:
+    raise UserError(
+        "%s has %d entries, more than the vocab_size %d of %s: its last %d tokens would "
+        "have no embedding. Use the vocabulary that came with the checkpoint (or the "
+        "config that matches this vocabulary)." %
+        (flag_values.vocab_file, entries, config.vocab_size, flag_values.bert_config_file,
+         entries - config.vocab_size))
+  return tokenizer
+
+
 def trim_to_multiple(flag_values, pad_by_default=False):
   """None to run at --max_seq_length, else the multiple each batch's length
   is rounded up to (see --pad_to_max_seq_length)."""
@@ -201,7 +217,7 @@ def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions):
   check_flags(flag_values)
   strategy = create_strategy(flag_values)  # First: before TensorFlow runs anything.
   config = load_config(flag_values)
-  tokenizer = tokenization.FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
+  tokenizer = load_tokenizer(flag_values, config)
   files.makedirs(flag_values.output_dir)
   return strategy, config, tokenizer
 

@@ -9,6 +9,7 @@ object-based checkpoints of `{"model": model}`; every function here accepts
 either kind, and a directory means its latest checkpoint.
 """
 
+import contextlib
 import logging
 
 import numpy as np
@@ -133,10 +134,31 @@ def save_checkpoint(model, path):
 def load_checkpoint(model, path, log=True):
   """Loads either kind of checkpoint into `model` (the model's part of it)."""
   prefix = resolve(path)
-  if not is_object_based(prefix):
-    return load_original_checkpoint(model, prefix, log=log)
-  status = tf.train.Checkpoint(model=model).read(prefix)
+  with reporting_damage(prefix):
+    if not is_object_based(prefix):
+      return load_original_checkpoint(model, prefix, log=log)
+    status = tf.train.Checkpoint(model=model).read(prefix)
   status.expect_partial()
   if log:
     logging.info("Loaded object-based checkpoint %s.", prefix)
   return status
+
+
+class DamagedCheckpointError(UserError):
+  """A checkpoint whose files cannot be read whole."""
+
+
+@contextlib.contextmanager
+def reporting_damage(prefix, advice="Copy it again, or write it again."):
+  """Turns TensorFlow's errors about a checkpoint's unreadable files (a
+  truncated or changed .index or .data file) into one line naming it."""
+  try:
+    yield
+  except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError):
+    raise
+  except (tf.errors.OpError, IndexError) as error:
+    what = " ".join(str(error).strip().split("\n\n")[0].split())
+    raise DamagedCheckpointError(
+        "%s: the checkpoint cannot be read (%s): its .index or .data-* file is "
+        "incomplete or damaged (an interrupted copy or write?). %s" %
+        (prefix, what[:200], advice)) from None

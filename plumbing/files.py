@@ -89,7 +89,11 @@ class AtomicFile(object):
       self.file = open(self.temporary, mode, encoding="utf-8")
 
   def commit(self):
-    self.file.close()
+    try:
+      self.file.close()  # A full disk often shows here, when the buffer is flushed.
+    except BaseException:
+      remove(self.temporary)
+      raise
     if is_remote(self.path):
       _gfile().rename(self.temporary, self.path, overwrite=True)
     else:

@@ -21,6 +21,8 @@ import collections
 import numba
 import numpy as np
 
+from plumbing import tfrecord
+
 Feature = collections.namedtuple("Feature", ["name", "dtype", "shape"])
 
 _INT, _FLOAT = 0, 1
@@ -207,6 +209,7 @@ def read_records(input_files, spec, is_training=False, seed=0, input_context=Non
   seeded, so that a resumed run sees the same batches. `input_context` (from
   tf.distribute) gives each input pipeline every n-th record."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tfrecord.note_read([input_files] if isinstance(input_files, (str, bytes)) else input_files)
   d = tf.data.TFRecordDataset(input_files)
   if input_context is not None and input_context.num_input_pipelines > 1:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)

@@ -132,3 +132,58 @@ def atomic_writers(paths):
   removed if it raises: no partial file is ever left under a final name."""
   with files.atomic_outputs(paths, "wb") as outputs:
     yield [RecordWriter(output.file) for output in outputs]
+
+
+# Record files the readers of this process opened, so that TensorFlow's
+# "corrupted record at <offset>" can be turned into a file and a record number.
+_files_read = []
+
+
+def note_read(paths):
+  """Called by the record readers with the files they are about to read."""
+  for path in paths:
+    path = path.decode() if isinstance(path, bytes) else str(path)
+    if path not in _files_read:
+      _files_read.append(path)
+
+
+def forget_reads():
+  del _files_read[:]
+
+
+def first_damage(path):
+  """(1-based number of the first record that cannot be read, what is wrong
+  with it), or None when every frame's length, both CRCs and the file's end
+  are as a TFRecord writer leaves them."""
+  with (files._gfile().GFile(path, "rb") if files.is_remote(path) else open(path, "rb")) as f:
+    number = 0
+    while True:
+      header = f.read(12)
+      if not header:
+        return None
+      number += 1
+      if len(header) < 12:
+        return number, "the file ends inside its length field (truncated)"
+      head = np.frombuffer(header, np.uint8)
+      if int(_masked(_crc32c(head, 0, 8, _TABLE))) != int.from_bytes(header[8:], "little"):
+        return number, "its length field fails its checksum (damaged)"
+      length = int.from_bytes(header[:8], "little")
+      body = f.read(length + 4)
+      if len(body) < length + 4:
+        return number, "the file ends inside it (truncated)"
+      data = np.frombuffer(body, np.uint8)
+      if int(_masked(_crc32c(data, 0, length, _TABLE))) != int.from_bytes(body[length:],
+                                                                           "little"):
+        return number, "its data fails its checksum (damaged)"
+
+
+def describe_damage():
+  """One line naming the first damaged record among the files read, or None."""
+  for path in _files_read:
+    found = first_damage(path)
+    if found:
+      number, what = found
+      return ("%s: record %d cannot be read: %s; the %d before it are intact. The file "
+              "was cut short or changed after it was written (an interrupted copy or "
+              "write?): copy or generate it again." % (path, number, what, number - 1))
+  return None

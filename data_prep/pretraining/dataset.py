@@ -14,11 +14,13 @@ import tensorflow as tf
 
 from data_prep.pretraining import records
 from plumbing import tf_example
+from plumbing import tfrecord
 from plumbing.errors import UserError
 
 
 def check_record_shapes(input_files, max_seq_length, max_predictions_per_seq):
   """Fails before training if the first record does not fit the flags."""
+  tfrecord.note_read(input_files)
   for path in input_files:
     for raw in tf.data.TFRecordDataset(path).take(1):
       example = tf.train.Example.FromString(raw.numpy())
@@ -74,6 +76,7 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
   multiple of it (tf_example.trim_padding): the same losses and metrics.
   """
   spec = records.example_spec(max_seq_length, max_predictions_per_seq)
+  tfrecord.note_read(input_files)
   if is_training:
     pipelines = input_context.num_input_pipelines if input_context else 1
     # Each input pipeline (worker) reads its own share: whole files when there

@@ -1,0 +1,176 @@
+"""Damaged files: a TFRecord cut short or changed after it was written, a
+checkpoint whose files are incomplete, a vocabulary larger than the model's.
+Each is one line naming the file (and the record) and what to do; a damaged
+latest checkpoint of a run is reported with the way back to the one before."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT, data_file, run_cli_cases
+from modeling.checkpoints import DamagedCheckpointError
+from test_cli_errors import _assert_one_line_error
+from test_run_pretraining import _assert_reference_trajectory, reference_run
+
+CONFIG = data_file("eval_reference/bert_config.json")
+RECORDS = data_file("pretraining_reference/sample_default.tfrecord")  # 23 records, seq 128
+
+
+def _frame_starts(path):
+  """Byte offset of each record's frame, from the records TensorFlow reads
+  (a frame: 8-byte length, 4-byte CRC, the data, 4-byte CRC)."""
+  starts, offset = [], 0
+  for record in tf.data.TFRecordDataset(path):
+    starts.append(offset)
+    offset += 16 + len(record.numpy())
+  assert offset == os.path.getsize(path)
+  return starts
+
+
+def _truncate(path, size):
+  with open(path, "r+b") as f:
+    f.truncate(size)
+
+
+def _flip_byte(path, offset):
+  with open(path, "r+b") as f:
+    f.seek(offset)
+    byte = f.read(1)[0]
+    f.seek(offset)
+    f.write(bytes([byte ^ 0x10]))
+
+
+def test_damaged_records_and_checkpoints_are_one_line(tmp_path):
+  starts = _frame_starts(RECORDS)
+  truncated = str(tmp_path / "truncated.tfrecord")
+  shutil.copy(RECORDS, truncated)
+  _truncate(truncated, starts[2] + 12 + 5)  # Inside record 3's data.
+  flipped = str(tmp_path / "flipped.tfrecord")
+  shutil.copy(RECORDS, flipped)
+  _flip_byte(flipped, starts[4] + 12 + 7)  # A bit of record 5's data.
+  checkpoint = tmp_path / "ckpt" / "model.ckpt"
+  os.makedirs(checkpoint.parent)
+  for name in os.listdir(os.path.dirname(data_file("eval_reference/model.ckpt"))):
+    if name.startswith("model.ckpt"):
+      shutil.copy(data_file("eval_reference/" + name), checkpoint.parent / name)
+  data_file_name = str(checkpoint) + ".data-00000-of-00001"
+  _truncate(data_file_name, os.path.getsize(data_file_name) // 2)
+
+  def case(input_file, name, *extra):
+    return ["--bert_config_file=" + CONFIG, "--input_file=" + input_file, "--do_train",
+            "--output_dir=%s" % (tmp_path / name), "--train_batch_size=8",
+            "--num_train_steps=2", "--num_warmup_steps=1"] + list(extra)
+  cut, changed, half_checkpoint = run_cli_cases("run_pretraining.py", [
+      case(truncated, "cut"), case(flipped, "changed"),
+      case(RECORDS, "init", "--init_checkpoint=%s" % checkpoint)])
+  _assert_one_line_error(cut, "run_pretraining.py", truncated + ": record 3 cannot be read",
+                         "truncated", "the 2 before it are intact", "copy or generate it again")
+  _assert_one_line_error(changed, "run_pretraining.py", flipped + ": record 5 cannot be read",
+                         "fails its checksum", "the 4 before it are intact")
+  _assert_one_line_error(half_checkpoint, "run_pretraining.py", str(checkpoint),
+                         "the checkpoint cannot be read", "incomplete or damaged")
+  for name in ("cut", "changed", "init"):
+    assert tf.train.latest_checkpoint(str(tmp_path / name)) is None
+
+
+def test_a_vocabulary_larger_than_the_model_is_one_line(tmp_path):
+  small_config = data_file("modeling_reference/bert_config.json")  # vocab_size 99
+  vocab = data_file("vocab/bert_uncased_vocab.txt")  # 30,522 entries
+  (tmp_path / "data").mkdir()
+  (tmp_path / "data" / "dev.tsv").write_text(
+      "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tA cat.\tA dog.\n")
+  (result,) = run_cli_cases("run_classifier.py", [[
+      "--task_name=MRPC", "--do_eval", "--data_dir=%s" % (tmp_path / "data"),
+      "--vocab_file=" + vocab, "--bert_config_file=" + small_config,
+      "--max_seq_length=32", "--output_dir=%s" % (tmp_path / "out")]])
+  _assert_one_line_error(result, "run_classifier.py", vocab, "30522 entries",
+                         "vocab_size 99", small_config)
+  assert not (tmp_path / "out" / "eval.tf_record").exists()
+
+
+def test_a_damaged_latest_checkpoint_is_reported_and_the_advice_resumes(tmp_path):
+  """The run's newest checkpoint lost half its data file: the re-run stops
+  with one line naming it and saying how to resume from the one before;
+  doing that ends on the original's trajectory."""
+  out_dir = str(tmp_path / "loop")
+  reference_run("one_device", 1, out_dir, save_every=2, stop_after=4)
+  latest = tf.train.latest_checkpoint(out_dir)
+  assert latest.endswith("ckpt-4")
+  _truncate(latest + ".data-00000-of-00001",
+            os.path.getsize(latest + ".data-00000-of-00001") // 2)
+  with pytest.raises(DamagedCheckpointError) as raised:
+    reference_run("one_device", 1, out_dir, save_every=2, init=None)
+  message = str(raised.value)
+  state = os.path.join(out_dir, "checkpoint")
+  assert message.startswith(latest + ": the checkpoint cannot be read")
+  assert ("delete %s.* and set the first line of %s to: model_checkpoint_path: \"ckpt-2\""
+          % (latest, state)) in message
+  for name in os.listdir(out_dir):  # What the message says to do.
+    if name.startswith("ckpt-4."):
+      os.remove(os.path.join(out_dir, name))
+  with open(state) as f:
+    lines = f.read().splitlines()
+  lines[0] = 'model_checkpoint_path: "ckpt-2"'
+  with open(state, "w") as f:
+    f.write("\n".join(lines) + "\n")
+  _assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=2, init=None))
+
+
+# Runs cli_cases' cases with the disk full for the files the project writes
+# (their temporary names): `write` or `close` fails with ENOSPC, as a full
+# disk makes them fail.
+_DISK_FULL = r"""
+import builtins, errno, io, json, sys
+repo, failing_call, entry_point, cases_file = sys.argv[1:5]
+sys.path[:0] = [repo, repo + "/tests"]
+real_open = builtins.open
+
+class FullDisk(io.TextIOWrapper):
+  def write(self, text):
+    if failing_call == "write":
+      raise OSError(errno.ENOSPC, "No space left on device", self.name)
+    return super().write(text)
+
+  def close(self):
+    if failing_call == "close" and not self.closed:
+      super().close()
+      raise OSError(errno.ENOSPC, "No space left on device", self.name)
+    return super().close()
+
+def open_on_full_disk(file, mode="r", *args, **kwargs):
+  if ".tmp-" in str(file) and "w" in mode and "b" not in mode:
+    return FullDisk(real_open(file, "wb"), encoding="utf-8")
+  return real_open(file, mode, *args, **kwargs)
+
+builtins.open = open_on_full_disk
+import cli_cases
+print("CASES " + json.dumps(cli_cases.run_cases(entry_point, json.load(real_open(cases_file)))))
+"""
+
+
+@pytest.mark.parametrize("failing_call", ["write", "close"])
+def test_a_full_disk_is_one_line_and_leaves_no_partial_file(tmp_path, failing_call):
+  """run_pretraining.py --do_eval on a full disk: one line naming the file and
+  what to do, status 1, and neither eval_results.txt nor its temporary file."""
+  out_dir = tmp_path / "out"
+  args = ["--bert_config_file=" + CONFIG, "--input_file=" + RECORDS, "--do_eval",
+          "--init_checkpoint=" + data_file("eval_reference/model.ckpt"),
+          "--output_dir=%s" % out_dir, "--max_eval_steps=1"]
+  cases_file = tmp_path / "cases.json"
+  cases_file.write_text(json.dumps([args]))
+  result = subprocess.run(
+      [sys.executable, "-c", _DISK_FULL, REPO_ROOT, failing_call, "run_pretraining.py",
+       str(cases_file)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  lines = [l for l in result.stdout.splitlines() if l.startswith("CASES ")]
+  assert result.returncode == 0 and lines, result.stderr[-3000:]
+  (case,) = [types.SimpleNamespace(**r) for r in json.loads(lines[-1][len("CASES "):])]
+  _assert_one_line_error(case, "run_pretraining.py", "out of disk space writing",
+                         str(out_dir / "eval_results.txt"), "Free some space")
+  assert sorted(os.listdir(out_dir)) == []

@@ -131,7 +131,8 @@ def main(_):
     classifier.export_classifier(
         model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.max_seq_length, task.get_labels(), task.is_regression,
-        sentence_pair=not task.single_sentence, precision=FLAGS.export_precision)
+        sentence_pair=not task.single_sentence, precision=FLAGS.export_precision,
+        limits=run_flags.request_limits(FLAGS))
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

@@ -119,6 +119,13 @@ def define_fine_tuning_flags():
                     "multiplies in bfloat16 (layer norms, softmax and embeddings stay "
                     "float32): half the weight bytes, faster on CPUs with bfloat16 "
                     "arithmetic (AVX512-BF16, AMX), slower on others.")
+  flags.DEFINE_integer("serving_max_batch_size", 1024,
+                       "The export answers at most this many examples per request; a "
+                       "larger one gets an error, not the server's memory.", lower_bound=1)
+  flags.DEFINE_integer("serving_max_text_bytes", 100_000,
+                       "The export refuses a text longer than this (UTF-8 bytes) with an "
+                       "error; longer than --max_seq_length tokens is truncated anyway.",
+                       lower_bound=1)
 
 
 def define_eval_and_predict_flags():
@@ -160,6 +167,13 @@ def load_config(flag_values):
         (flag_values.max_seq_length, config.max_position_embeddings,
          flag_values.max_seq_length, flag_values.bert_config_file))
   return config
+
+
+def request_limits(flag_values):
+  """The export's limits on a request (--serving_max_batch_size, --serving_max_text_bytes)."""
+  from serving import export  # pylint: disable=g-import-not-at-top  (tensorflow-text)
+  return export.RequestLimits(flag_values.serving_max_batch_size,
+                              flag_values.serving_max_text_bytes)
 
 
 def load_tokenizer(flag_values, config):

@@ -188,7 +188,7 @@ def main(_):
         max_answer_length=FLAGS.max_answer_length,
         version_2_with_negative=FLAGS.version_2_with_negative,
         null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-        precision=FLAGS.export_precision)
+        precision=FLAGS.export_precision, limits=run_flags.request_limits(FLAGS))
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

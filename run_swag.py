@@ -104,7 +104,8 @@ def main(_):
     from serving import multiple_choice  # pylint: disable=g-import-not-at-top  (tensorflow-text)
     multiple_choice.export_multiple_choice(model, FLAGS.export_dir, FLAGS.vocab_file,
                                            FLAGS.do_lower_case, FLAGS.max_seq_length,
-                                           precision=FLAGS.export_precision)
+                                           precision=FLAGS.export_precision,
+                                           limits=run_flags.request_limits(FLAGS))
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

@@ -25,13 +25,18 @@ from serving import packing
 class ClassifierServer(export.Server):
   """What the SavedModel holds: the model, the tokenizer and the labels."""
 
-  def __init__(self, model, tokenizer, max_seq_length, label_list, is_regression=False):
-    super().__init__(model, tokenizer, name="classifier_server")
+  def __init__(self, model, tokenizer, max_seq_length, label_list, is_regression=False,
+               limits=None):
+    super().__init__(model, tokenizer, name="classifier_server", limits=limits)
     self.max_seq_length = max_seq_length
     self.is_regression = is_regression
     self.labels = tf.constant([str(l) for l in label_list])
 
   def features(self, text_a, text_b=None):
+    if text_b is None:
+      (text_a,) = self.within_limits(text_a=text_a)
+    else:
+      text_a, text_b = self.within_limits(text_a=text_a, text_b=text_b)
     ids_a = self.tokenizer.tokenize_to_ids(text_a)
     ids_b = None if text_b is None else self.tokenizer.tokenize_to_ids(text_b)
     return packing.pack_pair(ids_a, ids_b, self.max_seq_length,
@@ -77,11 +82,11 @@ def classifier_signatures(server, sentence_pair=True):
 
 def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                       label_list, is_regression=False, sentence_pair=True,
-                      precision="float32"):
+                      precision="float32", limits=None):
   """Writes the classifier's SavedModel (see the module docstring; `precision`:
-  export.in_precision); returns export_dir."""
+  export.in_precision; `limits`: export.RequestLimits); returns export_dir."""
   model = export.in_precision(model, precision, lambda: modeling.BertClassifier(
       model.config, num_labels=model.num_labels))
   server = ClassifierServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
-                            max_seq_length, label_list, is_regression)
+                            max_seq_length, label_list, is_regression, limits)
   return export.save(server, export_dir, classifier_signatures(server, sentence_pair))

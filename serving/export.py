@@ -9,6 +9,8 @@ behind an experimental flag); only tensorflow-text's ops are needed besides
 TensorFlow's own.
 """
 
+import dataclasses
+
 import keras
 import tensorflow as tf
 
@@ -17,6 +19,17 @@ from plumbing import files
 from serving import tokenizer as tokenizer_lib
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestLimits:
+  """The largest request an export answers, checked inside the graph so that
+  one huge request gets an error instead of the server's memory.
+  `max_batch_size`: examples per request; `max_text_bytes`: UTF-8 bytes of
+  any one text (texts longer than max_seq_length tokens are truncated, or
+  for SQuAD windowed, as in training, so this only bounds the work)."""
+  max_batch_size: int = 1024
+  max_text_bytes: int = 100_000
 
 
 class Server(tf.Module):
@@ -31,11 +44,30 @@ class Server(tf.Module):
   wrapped variables alone keeps one name per weight.
   """
 
-  def __init__(self, model, tokenizer, name):
+  def __init__(self, model, tokenizer, name, limits=None):
     super().__init__(name=name)
     object.__setattr__(self, "model", model)  # Not tracked (see above).
+    object.__setattr__(self, "limits", limits or RequestLimits())
     self.model_variables = [getattr(v, "value", v) for v in model.variables]
     self.tokenizer = tokenizer
+
+  def within_limits(self, **texts):
+    """The request's text tensors, once checked against `limits`: otherwise
+    the call fails with an InvalidArgument error naming the limit (TF
+    Serving returns it to the client; the server carries on)."""
+    checks = []
+    for name, values in texts.items():
+      checks.append(tf.debugging.assert_less_equal(
+          tf.shape(values)[0], self.limits.max_batch_size,
+          message="%s: more than %d examples in one request; send at most %d (a limit "
+          "set at export by --serving_max_batch_size)" % (
+              name, self.limits.max_batch_size, self.limits.max_batch_size)))
+      checks.append(tf.debugging.assert_less_equal(
+          tf.reduce_max(tf.strings.length(values)), self.limits.max_text_bytes,
+          message="%s: a text longer than %d bytes; shorten it (a limit set at export "
+          "by --serving_max_text_bytes)" % (name, self.limits.max_text_bytes)))
+    with tf.control_dependencies(checks):
+      return [tf.identity(values) for values in texts.values()]
 
 
 PRECISIONS = ("float32", "bfloat16")

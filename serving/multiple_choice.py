@@ -22,11 +22,12 @@ from serving import packing
 class MultipleChoiceServer(export.Server):
   """What a SWAG SavedModel holds: the model, the tokenizer, the sequence length."""
 
-  def __init__(self, model, tokenizer, max_seq_length):
-    super().__init__(model, tokenizer, name="multiple_choice_server")
+  def __init__(self, model, tokenizer, max_seq_length, limits=None):
+    super().__init__(model, tokenizer, name="multiple_choice_server", limits=limits)
     self.max_seq_length = max_seq_length
 
   def features(self, context, start, endings):
+    context, start, endings = self.within_limits(context=context, start=start, endings=endings)
     num_choices = tf.shape(endings)[1]
     contexts = tf.reshape(tf.repeat(context[:, tf.newaxis], num_choices, axis=1), [-1])
     continuations = tf.strings.join(
@@ -72,11 +73,11 @@ def multiple_choice_signatures(server):
 
 
 def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                           precision="float32"):
+                           precision="float32", limits=None):
   """Writes a SWAG model's SavedModel (see the module docstring; `precision`:
-  export.in_precision); returns export_dir."""
+  export.in_precision; `limits`: export.RequestLimits); returns export_dir."""
   model = export.in_precision(model, precision, lambda: modeling.BertMultipleChoice(
       model.config, num_choices=model.num_choices))
   server = MultipleChoiceServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
-                                max_seq_length)
+                                max_seq_length, limits)
   return export.save(server, export_dir, multiple_choice_signatures(server))

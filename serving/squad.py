@@ -26,8 +26,8 @@ class SpanServer(export.Server):
 
   def __init__(self, model, tokenizer, max_seq_length=384, doc_stride=128,
                max_query_length=64, n_best_size=20, max_answer_length=30,
-               version_2_with_negative=False, null_score_diff_threshold=0.0):
-    super().__init__(model, tokenizer, name="span_server")
+               version_2_with_negative=False, null_score_diff_threshold=0.0, limits=None):
+    super().__init__(model, tokenizer, name="span_server", limits=limits)
     self.settings = dict(
         max_seq_length=max_seq_length, doc_stride=doc_stride,
         max_query_length=max_query_length, n_best_size=n_best_size,
@@ -41,6 +41,7 @@ class SpanServer(export.Server):
             "end_logits": tf.cast(outputs["end_logits"], tf.float32)}
 
   def answers(self, question, context):
+    question, context = self.within_limits(question=question, context=context)
     s = self.settings
     features = squad_ops.windows(self.tokenizer, question, context, s["max_seq_length"],
                                    s["doc_stride"], s["max_query_length"])

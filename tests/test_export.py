@@ -187,3 +187,29 @@ def test_bfloat16_export_stores_bfloat16_weights_and_agrees(exported, tmp_path):
   # bfloat16 keeps 8 bits of mantissa: probabilities within a few 1e-3.
   np.testing.assert_allclose(reduced["probabilities"], full["probabilities"], rtol=0, atol=0.02)
 
+
+
+def test_under_load_with_bad_requests(exported, tmp_path):
+  """bench/bench_serving_load.py at small size: 4 client threads, 600
+  requests, every tenth a bad one. Good requests get their answers sent
+  alone; empty strings, invalid UTF-8 and a 1,000-pair batch get answers; a
+  1 MB text and a batch over the limit get errors naming the limit; nothing
+  crashes and peak memory stays within 10% of the first tenth's."""
+  _, export_dir = exported
+  report_file = tmp_path / "load.json"
+  result = subprocess.run(
+      [sys.executable, "bench/bench_serving_load.py", "--export_dir=" + export_dir,
+       "--clients=4", "--requests=600", "--output=%s" % report_file],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  report = json.loads(report_file.read_text())
+  assert report["good_requests"] == 540 and report["mismatches"] == report["crashes"] == 0
+  assert report["bad"]["one_megabyte"] == {
+      "error: text_a: a text longer than 100000 bytes; shorten it (a limit set at export by "
+      "--serving_max_text_bytes)": 10}
+  assert report["bad"]["over_limit"] == {
+      "error: text_a: more than 1024 examples in one request; send at most 1024 (a limit set "
+      "at export by --serving_max_batch_size)": 10}
+  for kind in ("empty", "invalid_utf8", "batch_1000"):
+    assert report["bad"][kind] == {"answer": 10}, kind
+  assert report["peak_rss_mb_end"] <= 1.1 * report["peak_rss_mb_first_tenth"]

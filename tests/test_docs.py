@@ -229,8 +229,8 @@ def test_quick_start_runs_as_written(tmp_path):
           "BERT_BASE_DIR", "GLUE_DIR")
       continue
     assert words[0] == ".venv/bin/python", command
+    command = command.replace("/tmp/", str(tmp_path) + "/")  # First: the clone may be in /tmp.
     command = command.replace(".venv/bin/python", shlex.quote(sys.executable), 1)
-    command = command.replace("/tmp/", str(tmp_path) + "/")
     result = subprocess.run(["bash", "-c", command], cwd=REPO_ROOT, capture_output=True,
                             text=True, timeout=600,
                             env=dict(os.environ, BERT_BASE_DIR=bert_base_dir,

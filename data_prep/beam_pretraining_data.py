@@ -37,6 +37,8 @@ from plumbing import beam_options
 from plumbing import cli
 from plumbing.errors import UserError
 from plumbing import files
+from plumbing import stop_request
+from plumbing.errors import Stopped
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("num_output_files", 0,
@@ -59,6 +61,7 @@ def main(argv):
     raise UserError("%s already holds %s; choose an empty --output_dir." % (
         FLAGS.output_dir, os.path.basename(existing[0])))
   files.makedirs(FLAGS.output_dir)
+  beam_pipeline.remove_temporary_files(FLAGS.output_dir)  # Of a run that was killed.
   pipeline_options = beam_options.local_by_default(argv[1:])
   logging.info("%d input files; pipeline options: %s", len(shards),
                pipeline_options.get_all_options(drop_default=True))
@@ -71,15 +74,21 @@ def main(argv):
   pipeline = beam.Pipeline(options=pipeline_options)
   beam_pipeline.build_pipeline(pipeline, shards, generate, FLAGS.output_dir,
                                FLAGS.num_output_files)
-  try:
-    result = pipeline.run()
-    result.wait_until_finish()
-  except Exception as error:  # pylint: disable=broad-except
-    beam_pipeline.remove_temporary_files(FLAGS.output_dir)
-    user_error = beam_pipeline.user_error_of(error)
-    if user_error is None:
-      raise
-    raise user_error from None
+  # SIGTERM: in-process workers stop at their next safe point; others end
+  # with this process after a grace period (the next run cleans up after them).
+  with stop_request.safe_points():
+    try:
+      result = pipeline.run()
+      result.wait_until_finish()
+    except Exception as error:  # pylint: disable=broad-except
+      beam_pipeline.remove_temporary_files(FLAGS.output_dir)
+      if stop_request.requested():
+        raise Stopped("SIGTERM during the pipeline; no output file was written (its "
+                      "temporary files are removed). Run the same command again.") from None
+      user_error = beam_pipeline.user_error_of(error)
+      if user_error is None:
+        raise
+      raise user_error from None
   paths = beam_pipeline.output_files(FLAGS.output_dir)
   summary = dict(beam_pipeline.metric_counts(result),
                  seconds=round(time.time() - start, 1),

@@ -32,6 +32,7 @@ from data_prep.pretraining.generator import create_training_instances  # noqa: F
 from data_prep.pretraining.generator import TrainingInstance  # noqa: F401
 from data_prep.pretraining.generator import write_instance_to_example_files  # noqa: F401
 from plumbing import cli
+from plumbing import stop_request
 from plumbing import text_io
 
 FLAGS = flags.FLAGS
@@ -113,6 +114,11 @@ def main(_):
   logging.info("*** Reading from input files ***")
   for path in input_files:
     logging.info("  %s", path)
+  with stop_request.safe_points():  # SIGTERM: stop with nothing half-written.
+    _generate(tokenizer, input_files, options)
+
+
+def _generate(tokenizer, input_files, options):
   if FLAGS.output_dir:
     generator.generate_shards(input_files, FLAGS.output_dir, tokenizer, options,
                               num_tasks=FLAGS.num_tasks, task_index=FLAGS.task_index,

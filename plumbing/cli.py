@@ -11,6 +11,7 @@ with status 143.
 
 import errno
 import gc
+import re
 import signal
 import sys
 
@@ -106,6 +107,8 @@ def run(main, flags_parser=None, argv=None):
         raise
       program = argv[0].rsplit("/", 1)[-1]
       where = getattr(error, "filename", None)
+      if where:  # The final name of a file written under a temporary one.
+        where = re.sub(r"\.tmp-\d+$", "", str(where))
       sys.stderr.write("%s: error: out of disk space%s (%s). Free some space, or write to "
                        "another directory; output files are written whole or not at all, "
                        "and checkpoints already saved are intact.\n" % (

@@ -89,18 +89,29 @@ class AtomicFile(object):
       self.file = open(self.temporary, mode, encoding="utf-8")
 
   def commit(self):
+    self.finish()
+    self.put_in_place()
+
+  def finish(self):
+    """Closes the file; if that fails (a full disk often shows here, when
+    the buffer is flushed) the temporary file is removed."""
     try:
-      self.file.close()  # A full disk often shows here, when the buffer is flushed.
+      self.file.close()
     except BaseException:
       remove(self.temporary)
       raise
+
+  def put_in_place(self):
     if is_remote(self.path):
       _gfile().rename(self.temporary, self.path, overwrite=True)
     else:
       os.replace(self.temporary, self.path)
 
   def abort(self):
-    self.file.close()
+    try:
+      self.file.close()
+    except OSError:
+      pass  # The file is thrown away; the error that caused this is reported.
     remove(self.temporary)
 
 
@@ -118,17 +129,19 @@ def atomic_output(path, mode="w"):
 
 @contextlib.contextmanager
 def atomic_outputs(paths, mode="w"):
-  """Several AtomicFiles, all committed if the block succeeds, all removed if
-  it raises."""
+  """Several AtomicFiles, all put in place if the block succeeds and every
+  file closes, all removed otherwise."""
   outputs = [AtomicFile(p, mode) for p in paths]
   try:
     yield outputs
+    for output in outputs:
+      output.finish()
   except BaseException:
     for output in outputs:
       output.abort()
     raise
   for output in outputs:
-    output.commit()
+    output.put_in_place()
 
 
 @contextlib.contextmanager

@@ -15,6 +15,8 @@ import os
 import signal
 import threading
 
+from plumbing.errors import Stopped
+
 STOP_SIGNALS = (signal.SIGTERM,)
 _QUIT = 0  # Not a signal number: tells the helper thread to end.
 
@@ -53,3 +55,56 @@ def watch(on_request, signals=STOP_SIGNALS):
     helper.join()
     os.close(read_fd)
     os.close(write_fd)
+
+
+# Set while a `safe_points` block is active and SIGTERM has arrived.
+_requested = threading.Event()
+
+
+@contextlib.contextmanager
+def safe_points(grace_seconds=60.0):
+  """For jobs in plain Python loops (data generation): within the block,
+  SIGTERM makes the next `check` raise Stopped, where the job can stop with
+  nothing half-written. Work that never reaches a check (a runner's
+  worker processes) is ended `grace_seconds` after the signal, as SIGTERM
+  would have ended it (exit status 143)."""
+  _requested.clear()
+
+  def on_request(signum):
+    _requested.set()
+    timer = threading.Timer(grace_seconds, _end_now, args=(signum,))
+    timer.daemon = True
+    timer.start()
+
+  with watch(on_request):
+    try:
+      yield
+    finally:
+      _requested.clear()
+
+
+def _end_now(signum):
+  if _requested.is_set():
+    os.write(2, b"stopped: no safe point reached within the grace period after the signal.\n")
+    os._exit(128 + signum)
+
+
+def requested():
+  return _requested.is_set()
+
+
+def check(where):
+  """Raises Stopped if SIGTERM arrived within a `safe_points` block; `where`
+  says what the job was doing ("while writing records")."""
+  if _requested.is_set():
+    raise Stopped("SIGTERM %s; no partial output file is left. Run the same "
+                  "command again to make it." % where)
+
+
+def default_in_child():
+  """For worker processes forked inside a `watch` block: SIGTERM ends them
+  again (they inherit the parent's handler and wake-up pipe otherwise, and
+  would neither stop nor let a pool be terminated)."""
+  signal.set_wakeup_fd(-1)
+  for s in STOP_SIGNALS:
+    signal.signal(s, signal.SIG_DFL)

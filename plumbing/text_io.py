@@ -8,7 +8,10 @@ carriage returns and U+2028 behave identically, and we turn a decoding failure
 into an error that names the file and line.
 """
 
+import errno
 import glob as _glob
+import os
+import stat
 
 from plumbing.errors import UserError
 from plumbing import files
@@ -18,6 +21,10 @@ _CHUNK_BYTES = 1 << 24
 
 class InvalidUtf8Error(UserError):
   """A line of an input file is not valid UTF-8."""
+
+
+class ChangedWhileReadError(UserError):
+  """An input file changed, vanished or failed while being read."""
 
 
 def open_binary(path):
@@ -51,21 +58,53 @@ def expand_globs(patterns):
 
 
 def iter_raw_lines(path):
-  """Yields (line_number, bytes) per b"\\n"-terminated line, "\\r" removed."""
-  with open_binary(path) as f:
-    pending = b""
-    line_number = 0
-    while True:
-      chunk = f.read(_CHUNK_BYTES)
-      if not chunk:
-        break
-      parts = (pending + chunk).split(b"\n")
-      pending = parts.pop()
-      for part in parts:
-        line_number += 1
-        yield line_number, part.replace(b"\r", b"")
-    if pending:
-      yield line_number + 1, pending.replace(b"\r", b"")
+  """Yields (line_number, bytes) per b"\\n"-terminated line, "\\r" removed.
+
+  A file that cannot be read to its end as it was when opened (deleted,
+  unreadable, or cut short or grown by another process while read) is an
+  error naming it: a corpus that changes under a job makes data no re-run
+  could reproduce."""
+  line_number = 0
+  try:
+    with open_binary(path) as f:
+      expected = _regular_file_size(f)
+      read = 0
+      pending = b""
+      while True:
+        chunk = f.read(_CHUNK_BYTES)
+        if not chunk:
+          break
+        read += len(chunk)
+        parts = (pending + chunk).split(b"\n")
+        pending = parts.pop()
+        for part in parts:
+          line_number += 1
+          yield line_number, part.replace(b"\r", b"")
+      if pending:
+        yield line_number + 1, pending.replace(b"\r", b"")
+      if expected is not None and read != expected:
+        raise ChangedWhileReadError(
+            "%s changed while it was read (%d bytes when opened, %d read). Let "
+            "whatever writes it finish, then run the same command again." %
+            (path, expected, read))
+  except (FileNotFoundError, PermissionError, IsADirectoryError):
+    raise
+  except OSError as error:
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+      raise
+    raise ChangedWhileReadError(
+        "%s cannot be read after line %d (%s). If it was moved or is on a disk "
+        "that went away, restore it and run the same command again." %
+        (path, line_number, error.strerror or error)) from None
+
+
+def _regular_file_size(f):
+  """The size of a local regular file when opened (None for pipes, remote files)."""
+  try:
+    status = os.fstat(f.fileno())
+  except (AttributeError, OSError, ValueError):
+    return None
+  return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
 def iter_text_lines(path, errors="strict"):

@@ -122,6 +122,34 @@ def test_a_damaged_latest_checkpoint_is_reported_and_the_advice_resumes(tmp_path
   _assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=2, init=None))
 
 
+def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_one_loadable(tmp_path, monkeypatch):
+  """The disk fills while TensorFlow writes ckpt-4 (its temporary files are
+  partly written, then the write fails as TensorFlow reports ENOSPC): the
+  error is the one-line kind, and the same run resumes from ckpt-2 and ends
+  on the original's trajectory."""
+  from plumbing import cli  # pylint: disable=g-import-not-at-top
+  out_dir = str(tmp_path / "loop")
+  real_save = tf.train.CheckpointManager.save
+
+  def save_on_a_full_disk(manager, checkpoint_number=None, **kwargs):
+    if int(checkpoint_number) == 4:
+      partial = os.path.join(out_dir, "ckpt-4_temp")
+      os.makedirs(partial)
+      with open(os.path.join(partial, "part-00000-of-00001.data-00000-of-00001"), "wb") as f:
+        f.write(b"\0" * 1000)
+      raise tf.errors.ResourceExhaustedError(
+          None, None, "%s/part-00000-of-00001.data-00000-of-00001; No space left on device" % partial)
+    return real_save(manager, checkpoint_number=checkpoint_number, **kwargs)
+
+  monkeypatch.setattr(tf.train.CheckpointManager, "save", save_on_a_full_disk)
+  with pytest.raises(tf.errors.ResourceExhaustedError) as raised:
+    reference_run("one_device", 1, out_dir, save_every=2)
+  assert cli._out_of_space(raised.value)  # pylint: disable=protected-access
+  assert tf.train.latest_checkpoint(out_dir).endswith("ckpt-2")
+  monkeypatch.setattr(tf.train.CheckpointManager, "save", real_save)
+  _assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=2, init=None))
+
+
 # Runs cli_cases' cases with the disk full for the files the project writes
 # (their temporary names): `write` or `close` fails with ENOSPC, as a full
 # disk makes them fail.
@@ -131,11 +159,11 @@ repo, failing_call, entry_point, cases_file = sys.argv[1:5]
 sys.path[:0] = [repo, repo + "/tests"]
 real_open = builtins.open
 
-class FullDisk(io.TextIOWrapper):
-  def write(self, text):
+class Failing:
+  def write(self, data):
     if failing_call == "write":
       raise OSError(errno.ENOSPC, "No space left on device", self.name)
-    return super().write(text)
+    return super().write(data)
 
   def close(self):
     if failing_call == "close" and not self.closed:
@@ -143,8 +171,16 @@ class FullDisk(io.TextIOWrapper):
       raise OSError(errno.ENOSPC, "No space left on device", self.name)
     return super().close()
 
+class FullDisk(Failing, io.TextIOWrapper):
+  pass
+
+class FullDiskBinary(Failing, io.BufferedWriter):
+  pass
+
 def open_on_full_disk(file, mode="r", *args, **kwargs):
-  if ".tmp-" in str(file) and "w" in mode and "b" not in mode:
+  if ".tmp-" in str(file) and "w" in mode:
+    if "b" in mode:
+      return FullDiskBinary(real_open(file, "wb", buffering=0))
     return FullDisk(real_open(file, "wb"), encoding="utf-8")
   return real_open(file, mode, *args, **kwargs)
 
@@ -154,23 +190,37 @@ print("CASES " + json.dumps(cli_cases.run_cases(entry_point, json.load(real_open
 """
 
 
+_FULL_DISK_JOBS = {  # entry point, arguments, the file named
+    "eval_results": ("run_pretraining.py", [
+        "--bert_config_file=" + CONFIG, "--input_file=" + RECORDS, "--do_eval",
+        "--init_checkpoint=" + data_file("eval_reference/model.ckpt"), "--max_eval_steps=1",
+        "--output_dir={out}"], "{out}/eval_results.txt"),
+    "pretraining_data": ("data_prep.create_pretraining_data", [
+        "--input_file=" + data_file("pretraining_corpus_a.txt"),
+        "--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"), "--dupe_factor=1",
+        "--output_file={out}/a.tfrecord,{out}/b.tfrecord"], "{out}/a.tfrecord"),
+}
+
+
+@pytest.mark.parametrize("job", sorted(_FULL_DISK_JOBS))
 @pytest.mark.parametrize("failing_call", ["write", "close"])
-def test_a_full_disk_is_one_line_and_leaves_no_partial_file(tmp_path, failing_call):
-  """run_pretraining.py --do_eval on a full disk: one line naming the file and
-  what to do, status 1, and neither eval_results.txt nor its temporary file."""
+def test_a_full_disk_is_one_line_and_leaves_no_partial_file(tmp_path, failing_call, job):
+  """run_pretraining.py --do_eval and create_pretraining_data on a full disk:
+  one line naming the file and what to do, status 1, and no output file,
+  whole or partial, under its final or its temporary name."""
   out_dir = tmp_path / "out"
-  args = ["--bert_config_file=" + CONFIG, "--input_file=" + RECORDS, "--do_eval",
-          "--init_checkpoint=" + data_file("eval_reference/model.ckpt"),
-          "--output_dir=%s" % out_dir, "--max_eval_steps=1"]
+  out_dir.mkdir()
+  entry_point, args, named = _FULL_DISK_JOBS[job]
   cases_file = tmp_path / "cases.json"
-  cases_file.write_text(json.dumps([args]))
+  cases_file.write_text(json.dumps([[a.format(out=out_dir) for a in args]]))
   result = subprocess.run(
-      [sys.executable, "-c", _DISK_FULL, REPO_ROOT, failing_call, "run_pretraining.py",
+      [sys.executable, "-c", _DISK_FULL, REPO_ROOT, failing_call, entry_point,
        str(cases_file)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   lines = [l for l in result.stdout.splitlines() if l.startswith("CASES ")]
   assert result.returncode == 0 and lines, result.stderr[-3000:]
   (case,) = [types.SimpleNamespace(**r) for r in json.loads(lines[-1][len("CASES "):])]
-  _assert_one_line_error(case, "run_pretraining.py", "out of disk space writing",
-                         str(out_dir / "eval_results.txt"), "Free some space")
+  program = entry_point.rsplit(".", 1)[-1] + ".py" if "/" not in entry_point and not entry_point.endswith(".py") else entry_point
+  _assert_one_line_error(case, program, "out of disk space writing",
+                         named.format(out=out_dir), "Free some space")
   assert sorted(os.listdir(out_dir)) == []

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from plumbing import stop_request
 from plumbing import text_io
 
 _LINES_PER_BATCH = 20000
@@ -100,8 +101,9 @@ def read_corpus(input_files, tokenizer, num_workers=1, on_invalid_utf8="strict",
   if num_workers > 1:
     _worker_tokenizer = tokenizer  # Inherited by the forked workers.
     context = multiprocessing.get_context("fork")
-    with context.Pool(num_workers) as pool:
+    with context.Pool(num_workers, initializer=stop_request.default_in_child) as pool:
       for part in pool.imap(_tokenize_batch, batches):
+        stop_request.check("while reading the input text")
         parts.append(part)
         if time.time() - last_log >= log_every_seconds:
           log()
@@ -109,6 +111,7 @@ def read_corpus(input_files, tokenizer, num_workers=1, on_invalid_utf8="strict",
     _worker_tokenizer = None
   else:
     for batch in batches:
+      stop_request.check("while reading the input text")
       parts.append(_tokenize_batch(batch, tokenizer))
       if time.time() - last_log >= log_every_seconds:
         log()

@@ -18,8 +18,10 @@ from data_prep.pretraining import corpus as corpus_lib
 from data_prep.pretraining import instances as instances_lib
 from data_prep.pretraining import python_random
 from data_prep.pretraining import records
+from plumbing.errors import Stopped
 from plumbing.errors import UserError
 from plumbing import files
+from plumbing import stop_request
 from plumbing import tfrecord
 
 _REQUIRED_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[UNK]")
@@ -103,6 +105,7 @@ def create_instances(input_files, tokenizer, options, num_workers=1,
   started = time.time()
 
   def progress(dupe, docs_done, count):
+    stop_request.check("while making instances (pass %d of %d)" % (dupe + 1, options.dupe_factor))
     rate = count / max(time.time() - started, 1e-9)
     logging.info("Pass %d/%d: %d/%d documents, %d instances (%.0f/s).",
                  dupe + 1, options.dupe_factor, docs_done,
@@ -173,9 +176,13 @@ def generate_shards(input_files, output_dir, tokenizer, options, num_tasks=1, ta
       logging.info("Shard %s exists; skipping.", output)
       continue
     logging.info("Shard %d/%d: %s -> %s", done + 1, len(mine), path, output)
-    generate([path], [output], tokenizer, options, num_workers=num_workers,
-             on_invalid_utf8=on_invalid_utf8,
-             seed=derived_seed(options.random_seed, name))
+    try:
+      generate([path], [output], tokenizer, options, num_workers=num_workers,
+               on_invalid_utf8=on_invalid_utf8,
+               seed=derived_seed(options.random_seed, name))
+    except Stopped as stopped:
+      raise Stopped("%s (%d of this task's %d shards were complete before %s; the "
+                    "re-run skips them)" % (stopped, done, len(mine), output)) from None
 
 
 class TrainingInstance(object):

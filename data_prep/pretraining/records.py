@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from data_prep.pretraining import instances as instances_lib
+from plumbing import stop_request
 from plumbing import tf_example
 from plumbing import tfrecord
 
@@ -106,6 +107,7 @@ def write_instances(instances, order, output_files, log_every_seconds=10.0):
   with tfrecord.atomic_writers(output_files) as writers:
     for w, writer in enumerate(writers):
       for buf, offsets in iter_serialized_batches(instances, order[w::len(writers)]):
+        stop_request.check("while writing records")
         writer.write_batch(buf, offsets)
         done += len(offsets) - 1
         if time.time() - last_log >= log_every_seconds:

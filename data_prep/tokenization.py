@@ -11,8 +11,10 @@ Speed comes from two observations, not from a different algorithm:
   * Everything after the whitespace split depends on the word alone, and
     natural text repeats words heavily, so each distinct word is processed
     once and remembered (`_WordCache`).
-The result is identical by construction; `tokenize_to_ids_batch` is the bulk
-path that returns flat numpy ids for many lines at once.
+The result is identical by construction. `tokenize_to_ids_batch`, the bulk
+path that returns flat numpy ids for many lines at once, runs compiled code
+(data_prep/compiled_tokenization.py) that does every step over code-point
+arrays; this module stays the reference it is tested against.
 """
 
 import collections
@@ -306,11 +308,39 @@ class FullTokenizer(object):
       ids.extend(cache[word])
     return ids
 
-  def tokenize_to_ids_batch(self, texts):
+  def tokenize_to_ids_batch(self, texts, num_threads=1):
     """Bulk path: returns (flat int32 ids, int64 row splits) for many texts.
 
-    Row i's ids are flat[splits[i]:splits[i + 1]], as in a RaggedTensor.
+    Row i's ids are flat[splits[i]:splits[i + 1]], as in a RaggedTensor. The
+    work is done by compiled code (data_prep/compiled_tokenization.py),
+    identical to `tokenize_to_ids` for every input; `num_threads` > 1 splits
+    a large batch over threads.
     """
+    texts = [t if isinstance(t, str) else convert_to_unicode(t) for t in texts]
+    compiled = self._compiled_tokenizer()
+    if compiled is not None:
+      return compiled.tokenize_to_ids_batch(texts, num_threads=num_threads)
+    return self._tokenize_to_ids_batch_in_python(texts)
+
+  def _compiled_tokenizer(self):
+    """Made on first use, from the settings as they are then; None when the
+    vocabulary has no unknown token (the Python path raises the original's
+    KeyError if one is needed)."""
+    wordpiece = self.wordpiece_tokenizer
+    key = (id(self.vocab), len(self.vocab), self.basic_tokenizer.do_lower_case,
+           wordpiece.unk_token, wordpiece.max_input_chars_per_word)
+    if getattr(self, "_compiled_key", None) != key:
+      from data_prep import compiled_tokenization  # pylint: disable=g-import-not-at-top
+      self._compiled = None
+      if wordpiece.unk_token in self.vocab:
+        self._compiled = compiled_tokenization.CompiledTokenizer(
+            self.vocab, self.basic_tokenizer.do_lower_case, wordpiece.unk_token,
+            wordpiece.max_input_chars_per_word)
+      self._compiled_key = key
+    return self._compiled
+
+  def _tokenize_to_ids_batch_in_python(self, texts):
+    """The reference for the compiled path (the per-word cache over texts)."""
     cache = self._ids_of_word
     clean_and_split = self.basic_tokenizer._clean_and_split
     flat = []

@@ -1,7 +1,9 @@
 """The tokenizer against reference outputs of the original tokenization.py.
 
 tests/data/tokenizer_*.json were produced by running the original release's
-FullTokenizer/BasicTokenizer (see tests/data/README.md).
+FullTokenizer/BasicTokenizer (see tests/data/README.md). Both of our paths
+are checked: the Python tokenizer (`tokenize`, `tokenize_to_ids`) and the
+compiled bulk path (`tokenize_to_ids_batch`).
 """
 
 import hashlib
@@ -12,6 +14,7 @@ import pytest
 
 from conftest import shared_path, data_file
 from data_prep import tokenization
+from reference_makers import make_tokenizer_references as references
 
 VOCABS = {
     "uncased": "vocab/bert_uncased_vocab.txt",
@@ -50,6 +53,13 @@ def test_reference_cases_token_for_token(tokenizers):
     ids = tok.tokenize_to_ids(case["text"])
     assert ids == tok.convert_tokens_to_ids(case["tokens"])
   assert not mismatches, mismatches[:3]
+  for key in {(c["vocab"], c["do_lower_case"]) for c in cases}:  # The compiled path.
+    mine = [c for c in cases if (c["vocab"], c["do_lower_case"]) == key]
+    tok = tokenizers(*key)
+    flat, splits = tok.tokenize_to_ids_batch([c["text"] for c in mine])
+    for i, case in enumerate(mine):
+      assert flat[splits[i]:splits[i + 1]].tolist() == tok.convert_tokens_to_ids(
+          case["tokens"]), (key, case["text"])
 
 
 @pytest.mark.parametrize("case", [0, 1], ids=["lower", "cased"])
@@ -78,14 +88,50 @@ def test_every_code_point_matches_original(tokenizers, do_lower_case):
       "lower" if do_lower_case else "cased"]
   tok = tokenizers("uncased", do_lower_case)
   basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+  texts = [_block_text(block) for block in range(len(expected))]
+  flat, splits = tok.tokenize_to_ids_batch(texts)
   bad_blocks = []
   for block, want in enumerate(expected):
-    text = _block_text(block)
-    out = basic.tokenize(text) + ["||"] + tok.tokenize(text)
-    got = hashlib.sha256("\n".join(out).encode("utf-8", "surrogatepass"))
-    if got.hexdigest()[:16] != want:
-      bad_blocks.append(hex(block * 256))
+    text, basic_tokens = texts[block], basic.tokenize(texts[block])
+    compiled = tok.convert_ids_to_tokens(flat[splits[block]:splits[block + 1]].tolist())
+    for path, tokens in (("python", tok.tokenize(text)), ("compiled", compiled)):
+      got = hashlib.sha256("\n".join(basic_tokens + ["||"] + tokens).encode(
+          "utf-8", "surrogatepass"))
+      if got.hexdigest()[:16] != want:
+        bad_blocks.append((path, hex(block * 256)))
   assert not bad_blocks, "code point blocks differing: %s" % bad_blocks[:10]
+
+
+@pytest.mark.parametrize("label", [s[0] for s in references.RANDOM_SETTINGS])
+def test_random_mixed_texts_match_original(tokenizers, label):
+  """Random texts mixing scripts, combining marks, control, private-use and
+  space characters, emoji, vocabulary words and over-long words (some with
+  lone surrogates; "bytes": UTF-8 with invalid bytes put in), both paths."""
+  _, vocab, do_lower_case, seed = [s for s in references.RANDOM_SETTINGS if s[0] == label][0]
+  expected = _load("tokenizer_random_mixed.json")[label]
+  texts = references.random_setting_texts(label, data_file(VOCABS[vocab]), seed)
+  tok = tokenizers(vocab, do_lower_case)
+  flat, splits = tok.tokenize_to_ids_batch(texts)
+  compiled = [flat[splits[i]:splits[i + 1]].tolist() for i in range(len(texts))]
+  python = [tok.tokenize_to_ids(t) for t in texts]
+  for rows in (compiled, python):
+    assert sum(map(len, rows)) == expected["num_ids"]
+    got = references.group_digests(rows)
+    bad = [k * references.GROUP for k, (g, w) in enumerate(zip(got, expected["groups"]))
+           if g != w]
+    assert not bad, "groups of texts differing, from text: %s" % bad
+
+
+def test_the_compiled_path_splits_over_threads_exactly(tokenizers):
+  """A batch split over threads gives the one-thread result."""
+  tok = tokenizers("uncased", True)
+  texts = references.random_setting_texts(
+      "uncased_lower", data_file(VOCABS["uncased"]), 7) * 4
+  one = tok.tokenize_to_ids_batch(texts)
+  two = tok.tokenize_to_ids_batch(texts, num_threads=2)
+  assert one[0].size > 200000
+  np.testing.assert_array_equal(one[0], two[0])
+  np.testing.assert_array_equal(one[1], two[1])
 
 
 def test_real_files_ids_match_original(tokenizers):
@@ -181,3 +227,46 @@ def test_validate_case_matches_checkpoint():
     check(False, "/x/uncased_L-12_H-768_A-12/bert_model.ckpt")
   with pytest.raises(ValueError, match="do_lower_case=True"):
     check(True, "gs://b/multi_cased_L-12_H-768_A-12/bert_model.ckpt")
+
+
+def test_the_originals_unit_test_cases_through_the_compiled_path(tmp_path):
+  """The cases of the original's tokenization_test.py (its small vocabulary),
+  through tokenize_to_ids_batch, cased and lower-cased; over-long words with
+  a lower limit; a vocabulary without [UNK] keeps the Python path."""
+  tokens = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn",
+            "##ing", ",", "low", "lowest"]
+  path = _tiny_vocab(tmp_path, tokens)
+  lower = tokenization.FullTokenizer(path, do_lower_case=True)
+  cases = {"UNwant\u00E9d,running": ["un", "##want", "##ed", ",", "runn", "##ing"],
+           "": [], "unwanted running": ["un", "##want", "##ed", "runn", "##ing"],
+           "unwantedX running": ["[UNK]", "runn", "##ing"],
+           " \tHeLLo!how  \n Are yoU?  ": ["[UNK]"] * 6,
+           "ah\u535A\u63A8zz": ["[UNK]"] * 4, "lowest low": ["lowest", "low"]}
+  flat, splits = lower.tokenize_to_ids_batch(list(cases))
+  for i, want in enumerate(cases.values()):
+    assert lower.convert_ids_to_tokens(flat[splits[i]:splits[i + 1]].tolist()) == want
+  cased = tokenization.FullTokenizer(path, do_lower_case=False)
+  flat, splits = cased.tokenize_to_ids_batch(["UNwanted,running", "H\u00E9llo want"])
+  assert cased.convert_ids_to_tokens(flat.tolist()) == [
+      "[UNK]", ",", "runn", "##ing", "[UNK]", "want"]
+  lower.wordpiece_tokenizer.max_input_chars_per_word = 5
+  flat, _ = lower.tokenize_to_ids_batch(["want wanted"])
+  assert lower.convert_ids_to_tokens(flat.tolist()) == ["want", "[UNK]"]
+  no_unk = tokenization.FullTokenizer(_tiny_vocab(tmp_path, tokens[1:]), do_lower_case=True)
+  assert no_unk.tokenize_to_ids_batch(["want"])[0].tolist() == [2]
+  with pytest.raises(KeyError):
+    no_unk.tokenize_to_ids_batch(["wantx"])
+
+
+def test_marks_are_put_in_canonical_order_before_lookup(tmp_path):
+  """Decomposition reorders marks by combining class (U+1D165: 216, U+1D16D:
+  226, both kept as spacing marks; U+0301 is dropped): a vocabulary token
+  spelt in canonical order matches text written in another order."""
+  token = "a\U0001D165\U0001D16D"
+  path = _tiny_vocab(tmp_path, ["[UNK]", "x", token])
+  tok = tokenization.FullTokenizer(path, do_lower_case=True)
+  texts = ["A\U0001D16D\U0001D165", "a\U0001D16D\u0301\U0001D165 x", "\u00C1\U0001D165\U0001D16D"]
+  want = [[2], [2, 1], [2]]
+  assert [tok.tokenize_to_ids(t) for t in texts] == want
+  flat, splits = tok.tokenize_to_ids_batch(texts)
+  assert [flat[splits[i]:splits[i + 1]].tolist() for i in range(3)] == want

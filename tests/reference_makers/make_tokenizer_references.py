@@ -15,6 +15,15 @@ google-research/bert tokenization.py (loaded through original.load):
                               surrogates as the word "x" c "y" c, words joined
                               by spaces), one per line, UTF-8; uncased
                               vocabulary, lower-cased then cased
+  tokenizer_random_mixed.json for the random texts of random_texts.py (mixed
+                              scripts, combining marks, control, private-use
+                              and space characters, emoji, vocabulary words,
+                              over-long words; some with lone surrogates),
+                              per setting (vocabulary, casing) and group of
+                              GROUP texts, the first 16 hex digits of the
+                              SHA-256 of one line per text (its ids joined
+                              by spaces); "bytes": the same for texts given
+                              as UTF-8 bytes with invalid bytes put in
   tokenizer_shared_files.json for whole files of ../shared/data, split at
                               "\\n" after reading as UTF-8 text, the number of
                               ids of the original FullTokenizer over all
@@ -56,6 +65,42 @@ NUM_BLOCKS = 0x110000 // 256
 
 sys.path.insert(0, HERE)
 import original  # pylint: disable=g-import-not-at-top,wrong-import-position
+import random_texts  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# tokenizer_random_mixed.json: (label, vocabulary, lower-case, seed), texts
+# per setting, texts per digest.
+RANDOM_SETTINGS = (("uncased_lower", "uncased", True, 2026),
+                   ("uncased_cased", "uncased", False, 2027),
+                   ("chinese_lower", "chinese", True, 2028),
+                   ("bytes", "uncased", True, 2029))
+RANDOM_COUNT = 20000
+GROUP = 500
+
+
+def vocabulary_words(path):
+  """The whole-word entries of a vocabulary file, in file order (what
+  random_texts draws words from)."""
+  with open(path, encoding="utf-8") as f:
+    lines = [line.strip() for line in f]
+  return [w for w in lines if len(w) > 1 and not w.startswith(("##", "["))]
+
+
+def random_setting_texts(label, vocab_path, seed):
+  texts = random_texts.random_texts(seed, RANDOM_COUNT, vocabulary_words(vocab_path))
+  if label == "bytes":
+    texts = random_texts.with_invalid_utf8(seed, texts)
+  return texts
+
+
+def group_digests(id_rows):
+  """First 16 hex digits of the SHA-256 of each GROUP rows (ids joined by spaces)."""
+  digests = []
+  for lo in range(0, len(id_rows), GROUP):
+    digest = hashlib.sha256()
+    for ids in id_rows[lo:lo + GROUP]:
+      digest.update((" ".join(str(i) for i in ids) + "\n").encode("ascii"))
+    digests.append(digest.hexdigest()[:16])
+  return digests
 
 
 class Original(object):
@@ -149,11 +194,22 @@ def make_shared_files(tokenizers, shared_dir):
   return json.dumps(entries, indent=1)
 
 
+def make_random_mixed(tokenizers, _):
+  result = {}
+  for label, vocab, do_lower_case, seed in RANDOM_SETTINGS:
+    tokenizer = tokenizers.full(vocab, do_lower_case)
+    texts = random_setting_texts(label, os.path.join(TEST_DATA, dict(VOCABS)[vocab]), seed)
+    rows = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t)) for t in texts]
+    result[label] = {"num_ids": sum(len(r) for r in rows), "groups": group_digests(rows)}
+  return json.dumps(result, indent=1)
+
+
 MAKERS = {
     "tokenizer_cases.json": make_cases,
     "tokenizer_ascii_cases.json": make_ascii_cases,
     "tokenizer_codepoint_blocks.json": make_codepoint_blocks,
     "tokenizer_shared_files.json": make_shared_files,
+    "tokenizer_random_mixed.json": make_random_mixed,
 }
 
 
@@ -208,7 +264,7 @@ def main():
                       help="compare with the committed files in tests/data; exit 1 on a "
                       "difference")
   parser.add_argument("--only", default="",
-                      help="comma-separated file names to make (default: all four)")
+                      help="comma-separated file names to make (default: all)")
   parser.add_argument("--shared_dir", default=SHARED_DATA,
                       help="the shared data folder (default: ../shared/data)")
   args = parser.parse_args()

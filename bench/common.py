@@ -15,6 +15,58 @@ if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
 
+# Lines of the scripts the man pages lack (Greek, emoji), mixed into the
+# mixed-language corpus.
+_GREEK = ("Η ΓΛΩΣΣΑ ΕΙΝΑΙ ΖΩΝΤΑΝΗ ΚΑΙ ΑΛΛΑΖΕΙ ΣΥΝΕΧΩΣ",
+          "Ο Οδυσσέας ταξίδεψε δέκα χρόνια για να γυρίσει στην Ιθάκη.",
+          "ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ, ΑΘΗΝΑ: ΣΤΑΣΗ ΛΕΩΦΟΡΕΙΟΥ.",
+          "Ἐν ἀρχῇ ἦν ὁ λόγος, καὶ ὁ λόγος ἦν πρὸς τὸν θεόν.")
+_EMOJI = ("Great job 👍🏽 see you soon 😀", "Flags 🇩🇪 🇫🇷 🇯🇵 and a family 👨‍👩‍👧",
+          "Weather: ☀️ then 🌧️, 18°C", "🎉🎉 release v2.0 🚀 is out!")
+
+
+def build_mixed_corpus(path, target_mb, man_dir="/usr/share/man"):
+  """About `target_mb` MB of mixed-language text, one line per line: the
+  man pages installed here, taken language by language in turn (English
+  and about 30 others: accented Latin, Cyrillic, CJK, Korean, Turkish), with
+  Greek and emoji lines mixed in; the same file on every run (sorted files, a
+  seeded shuffle)."""
+  import gzip  # pylint: disable=g-import-not-at-top
+  import random  # pylint: disable=g-import-not-at-top
+  languages = [""] + sorted(d for d in os.listdir(man_dir) if not d.startswith("man"))
+  pages = {lang: sorted(glob.glob(os.path.join(man_dir, lang, "man*", "*.gz")))
+           for lang in languages}
+  rng = random.Random(2026)
+  lines, size, index = [], 0, 0
+  while size < target_mb * 1e6 and any(index < len(p) for p in pages.values()):
+    for lang in languages:
+      if index >= len(pages[lang]):
+        continue
+      try:
+        with gzip.open(pages[lang][index]) as f:
+          text = f.read().decode("utf-8")
+      except (OSError, UnicodeDecodeError):
+        continue
+      for line in text.splitlines():
+        if line.strip():
+          lines.append(line)
+          size += len(line.encode("utf-8")) + 1
+          if rng.random() < 0.05:
+            extra = rng.choice(_GREEK + _EMOJI)
+            lines.append(extra)
+            size += len(extra.encode("utf-8")) + 1
+    index += 1
+  rng.shuffle(lines)
+  with open(path, "w", encoding="utf-8") as out:
+    kept = 0
+    for line in lines:
+      out.write(line + "\n")
+      kept += len(line.encode("utf-8")) + 1
+      if kept >= target_mb * 1e6:
+        break
+  return path
+
+
 def _glue_documents():
   """Sentences of the GLUE files in ../shared/data, 10 per document."""
   sentences = []

@@ -56,6 +56,11 @@ def _stamp(peer):
   return os.path.join(OUTPUT_DIR, "envs", peer, "bench-stamp.json")
 
 
+def installed(peer):
+  """Whether `peer`'s own environment has been made (ensure)."""
+  return peer == "ours" or os.path.exists(_stamp(peer))
+
+
 def interpreter(peer):
   """`peer`'s own interpreter when its environment is installed, else ours
   (the standalone scripts, run from a .venv that has every peer)."""

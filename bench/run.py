@@ -21,11 +21,11 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_create_pretraining_data  # pylint: disable=g-import-not-at-top
 import bench_model  # pylint: disable=g-import-not-at-top
+import bench_tokenizer  # pylint: disable=g-import-not-at-top
 import common  # pylint: disable=g-import-not-at-top
 import environments  # pylint: disable=g-import-not-at-top
 
@@ -36,10 +36,10 @@ WORKER_TIMEOUT = 3600
 # What each benchmark compares, and its sizes in a full and a --quick run.
 # A fine-tuning step at BERT-Base takes about 30 s on 2 cores (batch 32, or
 # batch 8 at sequence 384): those rows time fewer steps after one warm-up.
-FULL = {"tokenize_mb": 5.0, "tokenize_original_mb": 1.0, "data_mb": 3.0,
+FULL = {"tokenize_mb": 4.0, "data_mb": 3.0,
         "train_sizes": ("tiny", "mini", "small", "base"), "finetune_size": "base",
         "steps": 5, "finetune_steps": 2, "infer_steps": 3, "rounds": 2}
-QUICK = {"tokenize_mb": 1.0, "tokenize_original_mb": 0.2, "data_mb": 0.5,
+QUICK = {"tokenize_mb": 0.5, "data_mb": 0.5,
          "train_sizes": ("tiny",), "finetune_size": "tiny", "steps": 5,
          "finetune_steps": 3, "infer_steps": 2, "rounds": 1}
 CLASSIFY_BATCH = 32
@@ -84,8 +84,6 @@ class Runner:
 
   def __init__(self, args, sizes, work_dir):
     self.args, self.sizes, self.work_dir = args, sizes, work_dir
-    self.corpus = common.build_corpus(
-        os.path.join(work_dir, "corpus.txt"), max(sizes["tokenize_mb"], sizes["data_mb"]))
     self.data_corpus = common.build_corpus(
         os.path.join(work_dir, "data_corpus.txt"), sizes["data_mb"])
     self.notes = {}
@@ -94,20 +92,6 @@ class Runner:
     cmd = [environments.interpreter(peer), os.path.join(BENCH_DIR, script)] + flags
     original = self.args.original_dir if peer == "original" else None
     return common.run_worker(cmd, label, original, timeout=WORKER_TIMEOUT)
-
-  def tokenize(self, peer):
-    megabytes = self.sizes["tokenize_original_mb" if peer == "original" else "tokenize_mb"]
-    ids_file = os.path.join(self.work_dir, "tokens-%s.npz" % peer)
-    result = self.worker(peer, "bench_tokenizer.py", [
-        "--peer=" + peer, "--corpus=" + self.corpus, "--vocab_file=" + self.args.vocab_file,
-        "--megabytes=%g" % megabytes, "--ids_file=" + ids_file], "tokenize/" + peer)
-    if result and peer != "ours" and os.path.exists(self._ids("ours")):
-      differ, lines = _differing_rows(ids_file, self._ids("ours"))
-      self.notes["tokenize/" + peer] = "%d of %d lines differ from ours" % (differ, lines)
-    return result and {"tokenize": result["mb_per_s"]}
-
-  def _ids(self, peer):
-    return os.path.join(self.work_dir, "tokens-%s.npz" % peer)
 
   def pretraining_data(self, peer):
     flags = ["--input_file=" + self.data_corpus, "--vocab_file=" + self.args.vocab_file,
@@ -160,21 +144,10 @@ class Runner:
     return figures
 
 
-def _differing_rows(path, reference_path):
-  """Lines (of the shorter file) whose ids differ between two tokens files."""
-  def rows(p):
-    data = np.load(p)
-    return np.split(data["ids"], np.cumsum(data["lengths"])[:-1])
-  a, b = rows(path), rows(reference_path)
-  n = min(len(a), len(b))
-  return sum(not np.array_equal(a[i], b[i]) for i in range(n)), n
-
-
 def plan(runner, sizes, peers):
   """(benchmark, measure) pairs in table order; measure(peer) -> {key: value}."""
   model_peers = [p for p in PEERS if p in peers]
   plans = [
-      (Benchmark("tokenize", "Tokenization", "MB/s", True, model_peers), runner.tokenize),
       (Benchmark("data_seconds", "Pre-training data, wall time", "s", False,
                  [p for p in ("original", "tf_models", "ours") if p in peers]),
        runner.pretraining_data),
@@ -337,6 +310,13 @@ def main():
     if b.key == "data_seconds":
       benchmarks.append(data_memory)
   values = {b.key: {p: [] for p in b.peers} for b in benchmarks}
+  tokenizers = {}
+  if not args.only or "tokenize" in args.only.split(","):
+    # Tokenizers have a table of their own (bench/bench_tokenizer.py): more
+    # tokenizers than peers, two corpora, one thread and all cores.
+    tokenizers = bench_tokenizer.measure(
+        work_dir, args.vocab_file, args.original_dir if "original" in args.peers else None,
+        sizes["tokenize_mb"])
 
   started = time.time()
   for round_index in range(rounds):
@@ -369,11 +349,14 @@ def main():
         "%s %.1f" % (k[len("matmul_"):], m["all"])
         for k, m in medians.items() if k.startswith("matmul_"))))
   report = "%s\n\n%s\n\n%s\n" % (title, markdown, "\n".join("- " + n for n in notes))
+  if tokenizers:
+    report += "\nTokenization, WordPiece (uncased):\n\n%s\n" % bench_tokenizer.table(tokenizers)
   print("\n" + report)
   common.write_text(os.path.join(args.output_dir, "results.md"), report)
   common.write_text(os.path.join(args.output_dir, "results.json"), json.dumps({
       "date": date, "machine": info, "quick": args.quick, "rounds": rounds,
       "sizes": sizes, "matmul_peak_gflops": peak, "notes": runner.notes,
+      "tokenizers": tokenizers,
       "benchmarks": [{"key": b.key, "title": b.title, "unit": b.unit,
                       "higher_is_better": b.higher_is_better, "flops": b.flops,
                       "values": values[b.key], "medians": medians[b.key]}

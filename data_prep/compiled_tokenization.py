@@ -28,6 +28,9 @@ splits a large batch over threads.
 """
 
 import concurrent.futures
+import hashlib
+import os
+import sys
 import unicodedata
 
 import numba
@@ -147,14 +150,45 @@ def _mappings(cps, chars, mapped):
 
 
 _tables = None
+_TABLE_FIELDS = ("flags", "lower_index", "lower_offsets", "lower_data", "nfd_index",
+                 "nfd_offsets", "nfd_data", "combining_class")
 
 
 def unicode_tables():
-  """Built once per process (about 0.5 s)."""
+  """Once per process: read from the cache directory, or built (0.3 s) and
+  saved there. The cache file's name holds the Python version, its Unicode
+  version and a digest of this file, so a change to any of them rebuilds."""
   global _tables
   if _tables is None:
-    _tables = UnicodeTables()
+    path = _tables_cache_path()
+    try:
+      with np.load(path) as saved:
+        tables = UnicodeTables.__new__(UnicodeTables)
+        for name in _TABLE_FIELDS:
+          setattr(tables, name, saved[name])
+        tables.growth = int(saved["growth"])
+    except Exception:  # pylint: disable=broad-except
+      tables = UnicodeTables()  # Absent or unreadable: build, then try to save.
+      try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = "%s.tmp-%d" % (path, os.getpid())
+        with open(temporary, "wb") as f:
+          np.savez(f, growth=tables.growth, **{n: getattr(tables, n) for n in _TABLE_FIELDS})
+        os.replace(temporary, path)
+      except OSError:
+        pass  # A read-only home: build in every process.
+    _tables = tables
   return _tables
+
+
+def _tables_cache_path():
+  with open(__file__, "rb") as f:
+    digest = hashlib.sha1(f.read()).hexdigest()[:12]
+  directory = os.environ.get("BERT_TF2_CACHE_DIR") or os.path.join(
+      os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+      "bert-tf2")
+  return os.path.join(directory, "unicode-tables-py%d.%d-unicode%s-%s.npz" % (
+      sys.version_info[0], sys.version_info[1], unicodedata.unidata_version, digest))
 
 
 class Trie(object):
@@ -348,6 +382,7 @@ def _tokenize(cps, starts, do_lower_case, flags, lower_index, lower_offsets, low
     while i <= end:
       # Gather one word (cleaning as we go); a CJK ideograph is a word alone.
       n = 0
+      seen = 0  # All code points of the word OR-ed: below 128 if ASCII.
       while i < end:
         cp = cps[i]
         f = flags[cp]
@@ -363,10 +398,12 @@ def _tokenize(cps, starts, do_lower_case, flags, lower_index, lower_offsets, low
           if n > 0:
             break  # The ideograph starts the next word.
           word[0] = cp
+          seen = cp
           n = 1
           i += 1
           break
         word[n] = cp
+        seen |= cp
         n += 1
         i += 1
       if n == 0:
@@ -376,7 +413,12 @@ def _tokenize(cps, starts, do_lower_case, flags, lower_index, lower_offsets, low
       if len(out) - n_out < growth * n + 8:
         return -1
       # Lower-case and strip accents into `pieces`, then split and look up.
-      if do_lower_case:
+      if do_lower_case and seen < 128:  # ASCII: A-Z only, nothing to strip.
+        for k in range(n):
+          cp = word[k]
+          pieces[k] = cp + 32 if 65 <= cp <= 90 else cp
+        q = n
+      elif do_lower_case:
         m = 0
         ascii_only = True
         for k in range(n):

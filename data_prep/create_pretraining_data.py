@@ -5,7 +5,7 @@
     --vocab_file=vocab.txt --do_lower_case=True
 
 Every flag of the original keeps its name and default. Additions:
-  --num_workers           processes for tokenization (0 = one per core);
+  --num_workers           threads for tokenization (0 = one per core);
   --on_invalid_utf8       `strict` (error naming file and line) or `ignore`;
   --output_dir, --num_tasks, --task_index
                           sharded mode (docs/pretraining_data.md): each input file is an
@@ -62,7 +62,7 @@ flags.DEFINE_float("short_seq_prob", 0.1,
                    "the maximum length.")
 # Additions.
 flags.DEFINE_integer("num_workers", 0,
-                     "Tokenization processes; 0 means one per CPU core.")
+                     "Tokenization threads; 0 means one per CPU core.")
 flags.DEFINE_enum("on_invalid_utf8", "strict", ["strict", "ignore"],
                   "What to do with input lines that are not valid UTF-8: stop "
                   "with an error naming the file and line, or drop the bad "

@@ -99,12 +99,3 @@ def check(where):
   if _requested.is_set():
     raise Stopped("SIGTERM %s; no partial output file is left. Run the same "
                   "command again to make it." % where)
-
-
-def default_in_child():
-  """For worker processes forked inside a `watch` block: SIGTERM ends them
-  again (they inherit the parent's handler and wake-up pipe otherwise, and
-  would neither stop nor let a pool be terminated)."""
-  signal.set_wakeup_fd(-1)
-  for s in STOP_SIGNALS:
-    signal.signal(s, signal.SIG_DFL)

@@ -9,6 +9,7 @@ import numpy as np
 from conftest import REPO_ROOT
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+import bench_tokenizer  # pylint: disable=g-import-not-at-top,wrong-import-position
 import run  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
@@ -47,15 +48,25 @@ def test_table_cells():
   assert rows[1] == ["Latency", "ms", "200 (50%)", "failed", "100 (100%)", "2.00x", ""]
 
 
-def test_differing_rows(tmp_path):
+def test_differing_lines_and_the_tokenizer_table(tmp_path):
   def save(name, rows):
     path = str(tmp_path / name)
     np.savez(path, lengths=np.array([len(r) for r in rows]),
              ids=np.array([i for r in rows for i in r], np.int64))
     return path
-  ours = save("ours.npz", [[1, 2], [3], [], [4, 5]])
+  original = save("original.npz", [[1, 2], [3], [], [4, 5]])
   peer = save("peer.npz", [[1, 2], [3, 9], []])  # Fewer lines: compared on 3.
-  assert run._differing_rows(peer, ours) == (1, 3)  # pylint: disable=protected-access
+  assert bench_tokenizer._differing_lines(peer, original) == (1, 4)  # pylint: disable=protected-access
+  figures = {"tftext_fast": {"english_1": 10.0, "mixed_1": 5.0, "english_0": 20.0,
+                             "english_differ": 0, "mixed_differ": 7, "lines_english": 100,
+                             "lines_mixed": 50},
+             "ours": {"english_1": 40.0, "mixed_1": 25.0, "english_0": 40.0, "mixed_0": 30.0,
+                      "english_differ": 0, "mixed_differ": 0}}
+  lines = bench_tokenizer.table(figures).splitlines()
+  rows = [[c.strip() for c in l.strip("|").split("|")] for l in lines[2:4]]
+  assert rows[0] == ["tftext_fast", "10.00", "5.00", "20.00", "n/a", "0 / 7", "4.0x / 5.0x"]
+  assert rows[1] == ["ours", "40.00", "25.00", "40.00", "30.00", "0 / 0", ""]
+  assert lines[-1].endswith("lines of 100 English and 50 mixed.")
 
 
 def test_finetuning_peers_read_the_rows_our_processors_read(tmp_path):

@@ -51,8 +51,8 @@ class _Tokenizer(tokenization.FullTokenizer):
   """Runs `fault` once, after the first batch of lines is tokenized."""
   fault = None
 
-  def tokenize_to_ids_batch(self, lines):
-    result = super().tokenize_to_ids_batch(lines)
+  def tokenize_to_ids_batch(self, lines, num_threads=1):
+    result = super().tokenize_to_ids_batch(lines, num_threads)
     fault, _Tokenizer.fault = _Tokenizer.fault, None
     if fault:
       fault()
@@ -111,13 +111,11 @@ def terminate(pid):
   time.sleep(1.0)  # The signal is seen by then; the job goes on to a safe point.
 
 from data_prep.pretraining import corpus, instances, records
-if where == "reading":  # In a tokenization worker: SIGTERM to its parent.
+if where == "reading":
   real_batch = corpus._tokenize_batch
-  def tokenize_batch(lines, tokenizer=None):
-    terminate(os.getppid())
-    return real_batch(lines, tokenizer)
-  # Sent to the workers by name: the name of the function it replaces.
-  tokenize_batch.__module__, tokenize_batch.__qualname__ = corpus.__name__, "_tokenize_batch"
+  def tokenize_batch(*args):
+    terminate(os.getpid())
+    return real_batch(*args)
   corpus._tokenize_batch = tokenize_batch
 elif where == "instances":
   real_create = instances.create_instances

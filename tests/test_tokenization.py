@@ -270,3 +270,21 @@ def test_marks_are_put_in_canonical_order_before_lookup(tmp_path):
   assert [tok.tokenize_to_ids(t) for t in texts] == want
   flat, splits = tok.tokenize_to_ids_batch(texts)
   assert [flat[splits[i]:splits[i + 1]].tolist() for i in range(3)] == want
+
+
+def test_unicode_tables_cache_is_rebuilt_when_unreadable(tmp_path, monkeypatch):
+  """The compiled path's tables come from a cache file when it is readable,
+  and are rebuilt (and the file rewritten) when it is not."""
+  from data_prep import compiled_tokenization  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv("BERT_TF2_CACHE_DIR", str(tmp_path))
+  path = compiled_tokenization._tables_cache_path()  # pylint: disable=protected-access
+  with open(path, "wb") as f:
+    f.write(b"not an npz file")
+  monkeypatch.setattr(compiled_tokenization, "_tables", None)
+  built = compiled_tokenization.unicode_tables()
+  monkeypatch.setattr(compiled_tokenization, "_tables", None)
+  loaded = compiled_tokenization.unicode_tables()
+  assert loaded is not built
+  for name in compiled_tokenization._TABLE_FIELDS:  # pylint: disable=protected-access
+    np.testing.assert_array_equal(getattr(loaded, name), getattr(built, name))
+  assert loaded.growth == built.growth == 8

@@ -1,4 +1,4 @@
-"""Reads pre-training text into flat id arrays, tokenizing in parallel.
+"""Reads pre-training text into flat id arrays.
 
 Input format (as the original): one sentence per line, blank lines between
 documents. Lines are stripped with Python's `str.strip()`; a line that is
@@ -10,7 +10,6 @@ a blank line separates them. Empty documents are dropped.
 """
 
 import logging
-import multiprocessing
 import time
 
 import numpy as np
@@ -39,13 +38,9 @@ class Corpus(object):
     return len(self.seg_offsets) - 1
 
 
-_worker_tokenizer = None
-
-
-def _tokenize_batch(lines, tokenizer=None):
+def _tokenize_batch(lines, tokenizer, num_threads):
   """Returns (ids, ids per line, blank-line flags) for stripped `lines`."""
-  tokenizer = tokenizer or _worker_tokenizer
-  flat, splits = tokenizer.tokenize_to_ids_batch(lines)
+  flat, splits = tokenizer.tokenize_to_ids_batch(lines, num_threads=num_threads)
   blank = np.fromiter((not line for line in lines), np.bool_, len(lines))
   return flat, np.diff(splits), blank
 
@@ -85,12 +80,12 @@ def _assemble(parts):
 
 def read_corpus(input_files, tokenizer, num_workers=1, on_invalid_utf8="strict",
                 log_every_seconds=10.0):
-  """Reads and tokenizes `input_files` into a Corpus (original document order)."""
-  global _worker_tokenizer
+  """Reads and tokenizes `input_files` into a Corpus (original document order).
+  Tokenization is compiled code that runs without the GIL: `num_workers`
+  threads share each batch of lines."""
   stats = {"bytes": 0}
   parts = []
   start = last_log = time.time()
-  batches = _iter_line_batches(input_files, on_invalid_utf8, stats)
 
   def log(final=False):
     elapsed = max(time.time() - start, 1e-9)
@@ -98,23 +93,11 @@ def read_corpus(input_files, tokenizer, num_workers=1, on_invalid_utf8="strict",
                  "Read" if final else "Reading:", stats["bytes"] / 1e6,
                  stats["bytes"] / 1e6 / elapsed, sum(int((p[1] > 0).sum()) for p in parts))
 
-  if num_workers > 1:
-    _worker_tokenizer = tokenizer  # Inherited by the forked workers.
-    context = multiprocessing.get_context("fork")
-    with context.Pool(num_workers, initializer=stop_request.default_in_child) as pool:
-      for part in pool.imap(_tokenize_batch, batches):
-        stop_request.check("while reading the input text")
-        parts.append(part)
-        if time.time() - last_log >= log_every_seconds:
-          log()
-          last_log = time.time()
-    _worker_tokenizer = None
-  else:
-    for batch in batches:
-      stop_request.check("while reading the input text")
-      parts.append(_tokenize_batch(batch, tokenizer))
-      if time.time() - last_log >= log_every_seconds:
-        log()
-        last_log = time.time()
+  for batch in _iter_line_batches(input_files, on_invalid_utf8, stats):
+    parts.append(_tokenize_batch(batch, tokenizer, num_workers))
+    stop_request.check("while reading the input text")
+    if time.time() - last_log >= log_every_seconds:
+      log()
+      last_log = time.time()
   log(final=True)
   return _assemble(parts)

@@ -289,3 +289,22 @@ def test_unicode_tables_cache_is_rebuilt_when_unreadable(tmp_path, monkeypatch):
   for name in compiled_tokenization._TABLE_FIELDS:  # pylint: disable=protected-access
     np.testing.assert_array_equal(getattr(loaded, name), getattr(built, name))
   assert loaded.growth == built.growth == 8
+
+
+def test_every_glue_and_squad_file_gives_the_same_ids_on_both_paths(tokenizers):
+  """Every file of ../shared/data/glue and squad, line by line, uncased and
+  lower-cased: the compiled path's ids equal the Python path's (which
+  test_real_files_ids_match_original holds to the original's on a subset)."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  paths = sorted(glob.glob(os.path.join(shared_path("glue"), "*", "*")) +
+                 glob.glob(os.path.join(shared_path("squad"), "*.json")))
+  assert len(paths) > 30
+  tok = tokenizers("uncased", True)
+  for path in paths:
+    with open(path, encoding="utf-8", errors="ignore") as f:
+      lines = f.read().split("\n")
+    flat, splits = tok.tokenize_to_ids_batch(lines)
+    python_flat, python_splits = tok._tokenize_to_ids_batch_in_python(lines)  # pylint: disable=protected-access
+    np.testing.assert_array_equal(splits, python_splits, err_msg=path)
+    np.testing.assert_array_equal(flat, python_flat, err_msg=path)

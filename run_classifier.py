@@ -23,6 +23,7 @@ import modeling
 from modeling import losses
 from modeling import training
 from plumbing import cli
+from plumbing.errors import UserError
 from plumbing import tf_example
 import run_flags
 from tasks.classification import features
@@ -61,6 +62,14 @@ run_flags.define_eval_and_predict_flags()
 
 # Additions.
 flags.DEFINE_string("xnli_language", "zh", "The XNLI language to train and evaluate on.")
+flags.DEFINE_integer("eval_every_steps", 0,
+                     "With --do_train and --do_eval: evaluate on the dev set every this "
+                     "many steps and at the end, keep the weights that score best by the "
+                     "task's GLUE metric (in <output_dir>/best/), and evaluate, predict "
+                     "and export with those. 0: off, as the original.")
+flags.DEFINE_integer("early_stopping_patience", 0,
+                     "With --eval_every_steps: stop training after this many evaluations "
+                     "in a row without a better dev result. 0: never stop early.")
 flags.DEFINE_string("tfds_manual_dir", None,
                     "With --data_dir=tfds on a machine without network: a directory "
                     "holding the dataset's source files, already downloaded (the error "
@@ -86,7 +95,24 @@ def main(_):
         lambda path: features.read_records(path, seq, task.is_regression),
         record_name, batch_flag, task.is_regression)
 
-  if FLAGS.do_train:
+  def dev_results():
+    examples = glue.check_examples(task.get_dev_examples(FLAGS.data_dir), "The dev data")
+    return outputs.eval_metrics(
+        model_outputs(examples, "eval.tf_record", "eval_batch_size"),
+        features.label_ids_of(examples, task.get_labels(), task.is_regression),
+        FLAGS.eval_batch_size, task.metrics, task.is_regression)
+
+  best = None
+  if FLAGS.eval_every_steps:
+    if not (FLAGS.do_train and FLAGS.do_eval):
+      raise UserError("--eval_every_steps needs --do_train and --do_eval: it evaluates on "
+                      "the dev set while training.")
+    best = training.BestModel(model, FLAGS.output_dir, outputs.glue_metric,
+                                FLAGS.early_stopping_patience)
+  if FLAGS.do_train and best and best.stopped_at:
+    logging.info("This run stopped early at step %d before.", best.stopped_at)
+    step = training.load_for_inference(model, FLAGS.output_dir)
+  elif FLAGS.do_train:
     examples = glue.check_examples(task.get_train_examples(FLAGS.data_dir),
                                    "The training data")
     path = os.path.join(FLAGS.output_dir, "train.tf_record")
@@ -100,18 +126,18 @@ def main(_):
                                 group_by_length=FLAGS.group_by_length)
     step = training.train(strategy, model, losses.ClassifierLoss(task.is_regression),
                           dataset_fn, run_flags.fine_tuning_settings(FLAGS, len(examples)),
-                          counts=[("Num examples", len(examples))]).step
+                          counts=[("Num examples", len(examples))],
+                          evaluate_every=best and (FLAGS.eval_every_steps,
+                                                   lambda s: best.record(s, dev_results()))
+                          ).step
   else:
     step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+  if best and best.best_step is not None:
+    step = best.restore()
 
   if FLAGS.do_eval:
-    examples = glue.check_examples(task.get_dev_examples(FLAGS.data_dir), "The dev data")
     logging.info("***** Running evaluation *****")
-    results = outputs.eval_metrics(
-        model_outputs(examples, "eval.tf_record", "eval_batch_size"),
-        features.label_ids_of(examples, task.get_labels(), task.is_regression),
-        FLAGS.eval_batch_size, task.metrics, task.is_regression)
-    training.report_eval_results(FLAGS.output_dir, results, step)
+    training.report_eval_results(FLAGS.output_dir, dev_results(), step)
 
   if FLAGS.do_predict:
     examples = glue.check_examples(task.get_test_examples(FLAGS.data_dir), "The test data")

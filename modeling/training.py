@@ -25,11 +25,14 @@ original's semantics exactly:
     checks between calls of the training function, and one call runs
     `iterations_per_loop` steps (1000 by default), too long to wait; here the
     compiled loop itself reads the request before each step. Under
-    MultiWorkerMirroredStrategy the request is per worker: send it to all.
+    MultiWorkerMirroredStrategy the request is per worker: send it to all;
+  * optionally, a dev evaluation every N steps that keeps the best weights
+    (BestModel) and can stop training early.
 """
 
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import time
@@ -199,7 +202,7 @@ class TrainResult(object):
 
 
 def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=None,
-          stop_after_steps=None):
+          stop_after_steps=None, evaluate_every=None):
   """Trains `model` (built under `strategy.scope()`) to
   `settings.num_train_steps`, resuming from the latest checkpoint in
   `settings.output_dir` (else starting from `settings.init_checkpoint`).
@@ -210,18 +213,21 @@ def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=N
   did ("Num examples", ...). The optimizer is `create_optimizer(settings)`;
   one given instead brings its own schedule (the settings' learning rate,
   warm-up and optimizer name are then not used). `stop_after_steps` ends the
-  run early (for tests of resuming). While it trains, another run cannot
-  train into the same output_dir (plumbing/run_lock.py).
+  run early (for tests of resuming). `evaluate_every`: (steps, callback);
+  callback(step) runs every that many steps and at the end, and returning
+  True stops training there (early stopping; a checkpoint is saved). While
+  it trains, another run cannot train into the same output_dir
+  (plumbing/run_lock.py).
   """
   files.makedirs(settings.output_dir)
   lock = run_lock.hold(settings.output_dir) if _is_chief(strategy) else contextlib.nullcontext()
   with lock:
     return _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
-                  stop_after_steps)
+                  stop_after_steps, evaluate_every)
 
 
 def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
-           stop_after_steps):
+           stop_after_steps, evaluate_every):
   num_train_steps = settings.num_train_steps
   logging.info("***** Running training *****")
   for name, count in counts:
@@ -319,10 +325,13 @@ def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
   step = start_step
   loss = None
   rate = 0.0
+  eval_steps, evaluate = evaluate_every or (None, None)
   with stop_request.watch(lambda signum: stop_requested.assign(True)):
     while step < end_step:
       next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
       chunk = min(settings.iterations_per_loop, next_save - step, end_step - step)
+      if eval_steps:
+        chunk = min(chunk, (step // eval_steps + 1) * eval_steps - step)
       started = time.time()
       loss, mean_loss, done = run_steps(tf.constant(chunk, tf.int64))
       loss, mean_loss, done = float(loss), float(mean_loss), int(done)
@@ -350,6 +359,12 @@ def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
                       "to continue from there." % (step, num_train_steps, saved))
       if step % save_checkpoints_steps == 0 or step == num_train_steps:
         manager.save(checkpoint_number=step)
+      if eval_steps and (step % eval_steps == 0 or step == num_train_steps) and evaluate(step):
+        if step % save_checkpoints_steps and step != num_train_steps:
+          manager.save(checkpoint_number=step)
+        logging.info("Stopping early at step %d of %d: dev results stopped improving.",
+                     step, num_train_steps)
+        break
   writer.flush()
   if ckpt_dir != output_dir:
     shutil.rmtree(ckpt_dir, ignore_errors=True)
@@ -397,3 +412,89 @@ def report_eval_results(output_dir, results, step):
   logging.info("***** Eval results *****")
   for key in sorted(results):
     logging.info("  %s = %s", key, str(results[key]))
+
+
+# ---------------------------------------------------------------------------
+# The best weights on dev during training (--eval_every_steps), kept across
+# interruptions: <output_dir>/best/ holds them as a checkpoint of the model
+# alone, and history.json every evaluation so far (step -> value), the best
+# step and the metric. history.json is written last, atomically: a run
+# killed mid-save keeps the previous best.
+
+BEST_HISTORY = "history.json"
+
+
+class BestModel(object):
+
+  """metric_of(results) names the result to maximise; `patience` > 0 stops
+  training after that many evaluations without a better one."""
+
+  def __init__(self, model, output_dir, metric_of, patience=0):
+    self.model = model
+    self.directory = os.path.join(output_dir, "best")
+    self.metric_of = metric_of
+    self.patience = patience
+    self.state = {"metric": None, "best_step": None, "stopped_at": None, "history": {}}
+    path = os.path.join(self.directory, BEST_HISTORY)
+    if os.path.exists(path):  # A resumed run: what it had found so far.
+      with open(path, encoding="utf-8") as f:
+        self.state = json.load(f)
+
+  @property
+  def best_step(self):
+    return self.state["best_step"]
+
+  @property
+  def stopped_at(self):
+    """The step training stopped early at, if it did."""
+    return self.state["stopped_at"]
+
+  @property
+  def metric(self):
+    return self.state["metric"]
+
+  def _value(self, step):
+    return self.state["history"][str(step)]
+
+  def record(self, step, results):
+    """Notes the evaluation at `step` (a dict with the metric), keeps the
+    weights if they are the best so far; True when training should stop
+    (the last `patience` evaluations did not improve on the best)."""
+    self.state["metric"] = self.metric or self.metric_of(results)
+    value = float(results[self.metric])
+    self.state["history"][str(step)] = value
+    best = self.best_step
+    if best is None or value > self._value(best) or step == best:
+      prefix = os.path.join(self.directory, "ckpt-%d" % step)
+      tf.train.Checkpoint(model=self.model).write(prefix)
+      self.state["best_step"] = step
+      self._save_state()
+      if best is not None and best != step:
+        for name in tf.io.gfile.glob(os.path.join(self.directory, "ckpt-%d.*" % best)):
+          files.remove(name)
+      logging.info("Step %d: %s = %.6f, the best so far; weights kept in %s.",
+                   step, self.metric, value, prefix)
+      return False
+    since = sum(1 for s in self.state["history"] if int(s) > self.best_step)
+    logging.info("Step %d: %s = %.6f; the best is %.6f at step %d (%d evaluations ago).",
+                 step, self.metric, value, self._value(self.best_step), self.best_step, since)
+    if self.patience and since >= self.patience:
+      self.state["stopped_at"] = step
+    self._save_state()
+    return self.stopped_at is not None
+
+  def _save_state(self):
+    files.makedirs(self.directory)
+    files.write_text(os.path.join(self.directory, BEST_HISTORY),
+                     json.dumps(self.state, indent=2, sort_keys=True) + "\n")
+
+  def restore(self):
+    """Loads the best weights into the model; returns their step, or None
+    when no evaluation was recorded."""
+    if self.best_step is None:
+      return None
+    checkpoints.load_checkpoint(self.model, os.path.join(self.directory,
+                                                         "ckpt-%d" % self.best_step))
+    logging.info("Using the best weights on dev: step %d, %s = %.6f.", self.best_step,
+                 self.metric, self._value(self.best_step))
+    return self.best_step

@@ -108,6 +108,18 @@ def eval_metrics(outputs, labels, batch_size, metrics=(), is_regression=False):
   return results
 
 
+# The result GLUE scores each task by, by the keys its eval results have:
+# Spearman correlation (STS-B), Matthews correlation (CoLA), F1 (MRPC, QQP),
+# else accuracy.
+GLUE_METRIC_PRECEDENCE = ("eval_spearman", "eval_mcc", "eval_f1", "eval_accuracy")
+
+
+def glue_metric(results):
+  """The key of `results` (eval_metrics' or eval_results.txt's) that the
+  task is scored by."""
+  return next(k for k in GLUE_METRIC_PRECEDENCE if k in results)
+
+
 def write_test_results(path, values):
   """One line per example: tab-separated class probabilities (or the score),
   each as str() of a float32, as the original wrote them."""

@@ -22,16 +22,23 @@ evaluates with batch 8. Peers:
                  processor for, get one in its own style here); fixed length;
   hf             Hugging Face on PyTorch as its GLUE example script runs:
                  BertTokenizerFast, dynamic padding (DataCollatorWithPadding),
-                 AdamW with linear warm-up, gradient clipping at 1.0.
+                 AdamW with linear warm-up, gradient clipping at 1.0;
+  tf_models      tf-models-official: its classifier_data_lib writes the
+                 records (a processor in its style reads the TSV files: its
+                 GLUE processors read only TensorFlow Datasets, which cannot
+                 download here), then `python -m official.legacy.bert.
+                 run_classifier --mode=train_and_eval`, which trains and
+                 evaluates in one command; fixed length. Compared on the sum
+                 of both commands against ours' training + evaluation.
 Prints seconds per command, dev accuracy (a check that each run trained,
 not a comparison: one epoch from random weights), and ratios (theirs / ours,
 above 1: ours faster); saves bench/output/finetune_glue.json.
 """
 
-import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 import environments  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-PEERS = ("ours", "ours/fixed", "original", "hf")
+PEERS = ("ours", "ours/fixed", "original", "hf", "tf_models")
 BATCH, EVAL_BATCH, SEQ, LEARNING_RATE, WARMUP = 32, 8, 128, 2e-5, 0.1
 # Each task's files: (header line?, text_a column, text_b column, label column, labels).
 COLUMNS = {"SST-2": (True, 0, None, 1, ["0", "1"]),
@@ -210,8 +217,50 @@ def worker_original(args):
   return result
 
 
+def worker_tf_models_records(args):
+  """tf-models' records and meta data for one task, as its
+  create_finetuning_data writes them."""
+  from official.nlp.data import classifier_data_lib  # pylint: disable=g-import-not-at-top
+  from official.nlp.tools import tokenization  # pylint: disable=g-import-not-at-top
+  labels = COLUMNS[args.task][4]
+
+  class TsvProcessor(classifier_data_lib.DataProcessor):
+    """The task's TSV files, read as tf-models' own processors read theirs."""
+
+    def _examples(self, name):
+      return [classifier_data_lib.InputExample("%s-%d" % (name, i), a, b, label)
+              for i, (a, b, label) in enumerate(read_rows(
+                  args.task, os.path.join(args.data_dir, name + ".tsv")))]
+
+    def get_train_examples(self, data_dir):
+      return self._examples("train")
+
+    def get_dev_examples(self, data_dir):
+      return self._examples("dev")
+
+    def get_labels(self):
+      return labels
+
+    @staticmethod
+    def get_processor_name():
+      return args.task
+
+  os.makedirs(args.output_dir, exist_ok=True)
+  meta = classifier_data_lib.generate_tf_record_from_data_file(
+      TsvProcessor(), args.data_dir,
+      tokenization.FullTokenizer(args.vocab_file, do_lower_case=True),
+      train_data_output_path=os.path.join(args.output_dir, "train.tf_record"),
+      eval_data_output_path=os.path.join(args.output_dir, "eval.tf_record"),
+      max_seq_length=SEQ)
+  with open(os.path.join(args.output_dir, "meta.json"), "w") as f:
+    json.dump(meta, f)
+  return meta
+
+
 def worker(args):
-  result = worker_hf(args) if args.peer == "hf" else worker_original(args)
+  work = {"hf": worker_hf, "original": worker_original,
+          "tf_models": worker_tf_models_records}[args.peer]
+  result = work(args)
   common.report_result(result)
 
 
@@ -245,8 +294,46 @@ def run_command(command, label):
   return seconds, json.loads(reported[-1][7:]) if reported else {}
 
 
+def tf_models_commands(args, task, data_dir, output_dir):
+  python = environments.interpreter("tf_models")
+  return [
+      [python, os.path.abspath(__file__), "--worker", "--peer=tf_models", "--task=" + task,
+       "--data_dir=" + data_dir, "--output_dir=" + output_dir,
+       "--vocab_file=" + args.vocab_file],
+      [python, "-m", "official.legacy.bert.run_classifier", "--mode=train_and_eval",
+       "--input_meta_data_path=" + os.path.join(output_dir, "meta.json"),
+       "--train_data_path=" + os.path.join(output_dir, "train.tf_record"),
+       "--eval_data_path=" + os.path.join(output_dir, "eval.tf_record"),
+       "--bert_config_file=" + args.bert_config_file,
+       "--model_dir=" + os.path.join(output_dir, "model"),
+       "--train_batch_size=%d" % BATCH, "--eval_batch_size=%d" % EVAL_BATCH,
+       "--learning_rate=%g" % LEARNING_RATE, "--num_train_epochs=1",
+       "--distribution_strategy=one_device", "--num_gpus=0"]]
+
+
+def measure_tf_models(args, task, data_dir, output_dir):
+  """tf-models trains and evaluates in one command: the seconds of its two
+  commands, and the dev accuracy Keras prints."""
+  seconds, log = 0.0, ""
+  for command in tf_models_commands(args, task, data_dir, output_dir):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_USE_LEGACY_KERAS="1")
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=output_dir if os.path.isdir(output_dir) else None,
+                            capture_output=True, text=True, env=env)
+    seconds += time.perf_counter() - start
+    if result.returncode:
+      sys.stderr.write("tf_models %s failed:\n%s\n" % (task, result.stderr[-3000:]))
+      return None
+    log = result.stdout
+  accuracies = re.findall(r"val_accuracy: ([0-9.]+)", log)  # Keras's progress line.
+  return {"train_and_eval_seconds": seconds,
+          "accuracy": float(accuracies[-1]) if accuracies else float("nan")}
+
+
 def measure(args, peer, task, data_dir, output_dir):
   """(train seconds, eval seconds, dev accuracy) of one peer on one task."""
+  if peer == "tf_models":
+    return measure_tf_models(args, task, data_dir, output_dir)
   times = []
   for train in (True, False):
     if peer.startswith("ours"):
@@ -269,17 +356,10 @@ def measure(args, peer, task, data_dir, output_dir):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser = common.real_data_parser(__doc__.split("\n")[0], "finetune_glue.json")
   parser.add_argument("--tasks", default="SST-2,CoLA,MRPC,RTE")
   parser.add_argument("--max_train_rows", type=int, default=16000)
   parser.add_argument("--peers", default=",".join(PEERS))
-  parser.add_argument("--bert_config_file", default=os.path.join(
-      common.SHARED_DATA, "bert_configs", "uncased_L-4_H-256_A-4.bert_config.json"))
-  parser.add_argument("--vocab_file", default=os.path.join(
-      common.REPO_ROOT, "tests", "data", "vocab", "bert_uncased_vocab.txt"))
-  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
-  parser.add_argument("--output", default=os.path.join(common.REPO_ROOT, "bench", "output",
-                                                       "finetune_glue.json"))
   parser.add_argument("--worker", action="store_true")
   parser.add_argument("--peer")
   parser.add_argument("--task")
@@ -300,9 +380,13 @@ def main():
                           os.path.join(scratch, task, peer.replace("/", "_")))
         if outcome:
           results.setdefault(task, {"train_rows": rows})[peer] = outcome
-          print("%-6s %-11s train %7.1f s  eval %6.1f s  dev accuracy %.3f" % (
-              task, peer, outcome["train_seconds"], outcome["eval_seconds"],
-              outcome["accuracy"]), flush=True)
+          if "train_and_eval_seconds" in outcome:
+            timing = "train + eval %7.1f s        " % outcome["train_and_eval_seconds"]
+          else:
+            timing = "train %7.1f s  eval %6.1f s" % (outcome["train_seconds"],
+                                                     outcome["eval_seconds"])
+          print("%-6s %-11s %s  dev accuracy %.3f" % (task, peer, timing,
+                                                      outcome["accuracy"]), flush=True)
   print("\nOne epoch + dev evaluation, whole commands, %s (ratio: theirs / ours, "
         "above 1 ours faster)" % os.path.basename(args.bert_config_file))
   for task, by_peer in results.items():
@@ -310,6 +394,11 @@ def main():
     for peer in peers:
       r = by_peer.get(peer)
       if not r or peer == "ours" or not ours:
+        continue
+      if "train_and_eval_seconds" in r:
+        print("  %-6s (%5d rows) vs %-11s train + eval %.2fx" % (
+            task, by_peer["train_rows"], peer, r["train_and_eval_seconds"] / (
+                ours["train_seconds"] + ours["eval_seconds"])))
         continue
       print("  %-6s (%5d rows) vs %-11s train %.2fx  eval %.2fx" % (
           task, by_peer["train_rows"], peer, r["train_seconds"] / ours["train_seconds"],

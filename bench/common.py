@@ -142,6 +142,20 @@ def argument_parser(megabytes):
   return parser
 
 
+def real_data_parser(description, output_name):
+  """Flags of the benchmarks on real task data: a BERT-Mini config, the
+  uncased vocabulary, the original's checkout and the JSON output."""
+  parser = argparse.ArgumentParser(description=description)
+  parser.add_argument("--bert_config_file", default=os.path.join(
+      SHARED_DATA, "bert_configs", "uncased_L-4_H-256_A-4.bert_config.json"))
+  parser.add_argument("--vocab_file", default=os.path.join(
+      REPO_ROOT, "tests", "data", "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
+  parser.add_argument("--output", default=os.path.join(REPO_ROOT, "bench", "output",
+                                                       output_name))
+  return parser
+
+
 def report_result(result):
   """What a worker process prints for `run_worker` to read."""
   print("RESULT " + json.dumps(result))

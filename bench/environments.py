@@ -37,11 +37,15 @@ PEERS = {
     "tf_models": {"packages": _TENSORFLOW + ["tf_keras==2.21.0", "tensorflow-text==2.21.1",
                                              "gin-config==0.5.0", "PyYAML==6.0.4",
                                              "sentencepiece==0.2.3", "scipy==1.17.1",
-                                             "six==1.17.0"],
+                                             "six==1.17.0", "tensorflow-datasets==4.9.10",
+                                             "importlib_resources==6.5.2",
+                                             "tensorflow-hub==0.16.1", "tensorboard==2.21.0"],
                   "no_deps": ["tf-models-official==2.20.0"],
                   "check": "from official.nlp.modeling import layers, models, networks; "
                            "import official.nlp.optimization, "
-                           "official.nlp.data.create_pretraining_data"},
+                           "official.nlp.data.create_pretraining_data, "
+                           "official.nlp.data.classifier_data_lib, "
+                           "official.legacy.bert.run_classifier"},
 }
 
 

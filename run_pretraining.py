@@ -16,7 +16,9 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from data_prep import tokenization
 from data_prep.pretraining import dataset as pretraining_dataset
+from data_prep.pretraining import dynamic_masking
 from modeling import losses
 from modeling import pretraining
 from modeling import training
@@ -51,6 +53,17 @@ flags.DEFINE_enum("pretraining_objective", "mlm_nsp", list(pretraining.OBJECTIVE
                   "mlm_nsp: masked LM + next-sentence prediction (the original); mlm: "
                   "masked LM only; ltr: left-to-right LM (needs \"causal_attention\": "
                   "true in the config). The paper's ablations; see modeling/pretraining.py.")
+flags.DEFINE_bool("dynamic_masking", False,
+                  "Mask each training record afresh every time it is read (RoBERTa's "
+                  "dynamic masking), with create_pretraining_data's rules and the "
+                  "flags below; the records' own masks are undone first. Off: the "
+                  "records' static masks, as the original.")
+flags.DEFINE_string("vocab_file", None,
+                    "With --dynamic_masking: the vocabulary the records were made with.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "With --dynamic_masking: the share of tokens "
+                   "to mask (at most --max_predictions_per_seq).")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "With --dynamic_masking: mask whole words (all their WordPieces).")
 flags.DEFINE_bool("eval_one_pass", False,
                   "Evaluate every record once instead of --max_eval_steps batches "
                   "of a repeated input.")
@@ -71,12 +84,14 @@ def main(_):
 
   step = 0
   if FLAGS.do_train:
+    masking = _dynamic_masking() if FLAGS.dynamic_masking else None
+
     def dataset_fn(per_replica_batch, input_context):
       return pretraining_dataset.pretraining_dataset(
           input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
           per_replica_batch, is_training=True, seed=FLAGS.seed,
           input_context=input_context, objective=FLAGS.pretraining_objective,
-          trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
+          trim_to_multiple=run_flags.trim_to_multiple(FLAGS), masking=masking)
     settings = run_flags.training_settings(FLAGS, num_train_steps=FLAGS.num_train_steps,
                                            num_warmup_steps=FLAGS.num_warmup_steps)
     step = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn,
@@ -97,6 +112,17 @@ def main(_):
         strategy, model, dataset,
         max_steps=None if FLAGS.eval_one_pass else FLAGS.max_eval_steps)
     training.report_eval_results(FLAGS.output_dir, results, step)
+
+
+def _dynamic_masking():
+  if FLAGS.pretraining_objective == "ltr":
+    raise UserError("--dynamic_masking is for the masked-LM objectives; "
+                    "--pretraining_objective=ltr predicts every next token instead.")
+  if not FLAGS.vocab_file:
+    raise UserError("--dynamic_masking needs --vocab_file: the vocabulary of the records.")
+  return dynamic_masking.DynamicMasking(
+      tokenization.load_vocab(FLAGS.vocab_file), FLAGS.masked_lm_prob,
+      FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask, FLAGS.seed)
 
 
 def cli_main():

@@ -12,6 +12,7 @@ full batches can be read (a small file wraps around), as the original did;
 
 import tensorflow as tf
 
+from data_prep.pretraining import dynamic_masking
 from data_prep.pretraining import records
 from plumbing import tf_example
 from plumbing import tfrecord
@@ -46,14 +47,8 @@ def left_to_right(features):
   records, loss and metrics serve the paper's LTR ablation. On a batch cut
   to its longest row (tf_example.trim_padding) the predictions stop there
   too; the ones dropped had weight 0."""
-  input_ids = features["input_ids"]
+  input_ids = dynamic_masking.restored_input_ids(features)
   length = tf.shape(input_ids)[-1]
-  weights = tf.cast(features["masked_lm_weights"] > 0, tf.int32)
-  # [..., predictions, length]: where each real masked position is.
-  marked = tf.one_hot(features["masked_lm_positions"], length, dtype=tf.int32) * weights[
-      ..., None]
-  restored = tf.reduce_sum(marked * features["masked_lm_ids"][..., None], axis=-2)
-  input_ids = tf.where(tf.reduce_sum(marked, axis=-2) > 0, restored, input_ids)
   features = dict(features, input_ids=input_ids)
   features["masked_lm_positions"] = tf.broadcast_to(
       tf.range(length - 1, dtype=tf.int32), tf.shape(input_ids[..., 1:]))
@@ -65,7 +60,7 @@ def left_to_right(features):
 def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
                         batch_size, is_training, num_cpu_threads=4, seed=0,
                         repeat=True, input_context=None, objective="mlm_nsp",
-                        trim_to_multiple=None):
+                        trim_to_multiple=None, masking=None):
   """Batches of feature dicts from `input_files` (see the module docstring).
 
   `input_context` (from tf.distribute) shards files across input pipelines,
@@ -74,6 +69,8 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
   (`left_to_right`); the others read records as they are. With
   `trim_to_multiple`, each batch is cut to its longest row, rounded up to a
   multiple of it (tf_example.trim_padding): the same losses and metrics.
+  `masking` (a dynamic_masking.DynamicMasking, training only) masks every
+  record afresh as it is read.
   """
   spec = records.example_spec(max_seq_length, max_predictions_per_seq)
   tfrecord.note_read(input_files)
@@ -97,7 +94,12 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq,
     if repeat:
       d = d.repeat()
   d = d.map(spec.decode, num_parallel_calls=num_cpu_threads, deterministic=True)
-  d = d.batch(batch_size, drop_remainder=is_training or repeat)
+  if masking is not None and is_training:
+    # Each record's place in this pipeline's stream seeds its masks.
+    d = d.enumerate().batch(batch_size, drop_remainder=True).map(
+        masking, num_parallel_calls=num_cpu_threads, deterministic=True)
+  else:
+    d = d.batch(batch_size, drop_remainder=is_training or repeat)
   if trim_to_multiple:
     d = d.map(lambda f: tf_example.trim_padding(f, trim_to_multiple))
   if objective == "ltr":

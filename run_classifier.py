@@ -29,6 +29,7 @@ import run_flags
 from tasks.classification import features
 from tasks.classification import glue
 from tasks.classification import outputs
+from tasks.classification import windows
 # The original's public names, where its users look for them.
 from tasks.classification.features import _truncate_seq_pair  # noqa: F401
 from tasks.classification.features import convert_examples_to_features  # noqa: F401
@@ -70,6 +71,20 @@ flags.DEFINE_integer("eval_every_steps", 0,
 flags.DEFINE_integer("early_stopping_patience", 0,
                      "With --eval_every_steps: stop training after this many evaluations "
                      "in a row without a better dev result. 0: never stop early.")
+flags.DEFINE_integer("window_stride", 0,
+                     "Classify a text longer than --max_seq_length as overlapping windows "
+                     "whose bodies start every this many tokens (a pair slides over its "
+                     "second text): each window is classified and the text's logits "
+                     "combine theirs (--window_pooling), in training, evaluation, "
+                     "prediction and the export. 0: off, long texts are truncated, as "
+                     "the original does.", lower_bound=0)
+flags.DEFINE_integer("max_windows", 8,
+                     "With --window_stride: windows per text at most; the tokens past the "
+                     "last window are dropped (the log counts the texts cut). A batch runs "
+                     "up to this many sequences per example.", lower_bound=1)
+flags.DEFINE_enum("window_pooling", "mean", modeling.BertWindowClassifier.POOLINGS,
+                  "With --window_stride: a text's logits are the mean of its windows' "
+                  "logits, or label by label their maximum.")
 flags.DEFINE_string("tfds_manual_dir", None,
                     "With --data_dir=tfds on a machine without network: a directory "
                     "holding the dataset's source files, already downloaded (the error "
@@ -81,19 +96,34 @@ def main(_):
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   task = glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language,
                             FLAGS.tfds_manual_dir)
-  with strategy.scope():
-    model = modeling.BertClassifier(config, num_labels=task.num_labels)
   seq = FLAGS.max_seq_length
+  window_settings = (windows.WindowSettings(FLAGS.window_stride, FLAGS.max_windows)
+                     if FLAGS.window_stride else None)
+  with strategy.scope():
+    if window_settings:
+      model = modeling.BertWindowClassifier(
+          config, task.num_labels, pooling=FLAGS.window_pooling,
+          gather_windows=not (FLAGS.use_xla or run_flags.on_tpu(FLAGS)))
+    else:
+      model = modeling.BertClassifier(config, num_labels=task.num_labels)
 
   def write_records(examples, path):
-    features.file_based_convert_examples_to_features(examples, task.get_labels(), seq,
-                                                     tokenizer, path)
+    if window_settings:
+      windows.write_windowed_records(examples, task.get_labels(), seq, tokenizer,
+                                     window_settings, path)
+    else:
+      features.file_based_convert_examples_to_features(examples, task.get_labels(), seq,
+                                                       tokenizer, path)
+
+  def read_records(path, **kwargs):
+    return features.read_records(path, seq, task.is_regression,
+                                 windows=window_settings.max_windows if window_settings else None,
+                                 **kwargs)
 
   def model_outputs(examples, record_name, batch_flag):
     return run_flags.classifier_outputs(
-        FLAGS, strategy, model, examples, write_records,
-        lambda path: features.read_records(path, seq, task.is_regression),
-        record_name, batch_flag, task.is_regression)
+        FLAGS, strategy, model, examples, write_records, read_records, record_name,
+        batch_flag, task.is_regression)
 
   def dev_results():
     examples = glue.check_examples(task.get_dev_examples(FLAGS.data_dir), "The dev data")
@@ -119,8 +149,8 @@ def main(_):
     write_records(examples, path)
 
     def dataset_fn(per_replica_batch, input_context):
-      records = features.read_records(path, seq, task.is_regression, is_training=True,
-                                      seed=FLAGS.seed, input_context=input_context)
+      records = read_records(path, is_training=True, seed=FLAGS.seed,
+                             input_context=input_context)
       return tf_example.batched(records, per_replica_batch, drop_remainder=True,
                                 trim_to_multiple=run_flags.trim_to_multiple(FLAGS),
                                 group_by_length=FLAGS.group_by_length)
@@ -158,7 +188,7 @@ def main(_):
         model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.max_seq_length, task.get_labels(), task.is_regression,
         sentence_pair=not task.single_sentence, precision=FLAGS.export_precision,
-        limits=run_flags.request_limits(FLAGS))
+        limits=run_flags.request_limits(FLAGS), windows=window_settings)
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

@@ -197,9 +197,13 @@ def trim_to_multiple(flag_values, pad_by_default=False):
   is rounded up to (see --pad_to_max_seq_length)."""
   pad = flag_values.pad_to_max_seq_length
   if pad is None:
-    pad = (pad_by_default or flag_values.use_tpu or
-           flag_values.distribution_strategy == "tpu")
+    pad = pad_by_default or on_tpu(flag_values)
   return None if pad else flag_values.padding_multiple
+
+
+def on_tpu(flag_values):
+  """Whether the run is on TPUs (which want static shapes)."""
+  return flag_values.use_tpu or flag_values.distribution_strategy == "tpu"
 
 
 def check_batch_size(flag_values, flag_name, strategy):

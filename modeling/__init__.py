@@ -13,6 +13,7 @@ from modeling.bert_model import BertModel
 from modeling.bert_model import BertMultipleChoice
 from modeling.bert_model import BertPretrainer
 from modeling.bert_model import BertSpanPredictor
+from modeling.bert_model import BertWindowClassifier
 from modeling.bert_model import InvalidInputError
 from modeling.checkpoints import CheckpointMismatchError
 from modeling.checkpoints import load_checkpoint

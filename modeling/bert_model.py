@@ -307,7 +307,10 @@ class BertClassifier(BertWithHeads):
     super().__init__(config, num_labels=num_labels, **kwargs)
 
   def call(self, inputs, training=False):
-    outputs = super().call(inputs, training=training)
+    return self._with_loss(super().call(inputs, training=training), inputs)
+
+  def _with_loss(self, outputs, inputs):
+    """`outputs` plus probabilities, and the loss when labels are given."""
     if self.num_labels > 1:
       outputs["probabilities"] = tf.nn.softmax(outputs["logits"], axis=-1)
     if "label_ids" in inputs:
@@ -317,6 +320,61 @@ class BertClassifier(BertWithHeads):
         loss, per_example = heads.regression_loss(outputs["logits"], inputs["label_ids"])
       outputs.update(loss=loss, per_example_loss=per_example)
     return outputs
+
+
+class BertWindowClassifier(BertClassifier):
+  """BertClassifier for texts longer than one sequence, cut into windows
+  (tasks/classification/windows.py): inputs [batch, windows, seq], a window
+  whose input_mask starts with 0 being absent. Each present window is
+  classified; a text's logits are the mean of its windows' logits
+  (`pooling="mean"`) or their maximum, label by label (`"max"`), in training
+  too. `window_logits` [batch, windows, labels] and `window_present` are
+  outputs as well.
+
+  Only present windows run through the encoder (`gather_windows`; their
+  count rounded up to a multiple of 8 with empty rows); XLA and TPUs want
+  static shapes, so there every window slot runs. The weights are
+  BertClassifier's, under the same names: either model loads the other's
+  checkpoints.
+  """
+
+  POOLINGS = ("mean", "max")
+
+  def __init__(self, config, num_labels, pooling="mean", gather_windows=True, **kwargs):
+    if pooling not in self.POOLINGS:
+      raise ValueError("pooling must be one of %s, not %r." % (self.POOLINGS, pooling))
+    super().__init__(config, num_labels, **kwargs)
+    self.pooling = pooling
+    self.gather_windows = gather_windows
+
+  def call(self, inputs, training=False):
+    shape = tf.shape(inputs["input_ids"], out_type=tf.int64)
+    flat = {name: tf.reshape(inputs[name], [-1, shape[-1]])
+            for name in ("input_ids", "input_mask", "segment_ids")}
+    present = flat["input_mask"][:, 0] > 0
+    if self.gather_windows:
+      # The present windows, plus empty rows up to a multiple of 8: fewer
+      # distinct shapes for the kernels to be prepared for.
+      rows = tf.where(present)
+      filler = tf.stack([-tf.shape(rows, out_type=tf.int64)[0] % 8, shape[-1]])
+      logits = BertWithHeads.call(
+          self, {name: tf.concat([tf.gather_nd(value, rows), tf.zeros(filler, value.dtype)], 0)
+                 for name, value in flat.items()}, training=training)["logits"]
+      logits = tf.scatter_nd(rows, logits[:tf.shape(rows)[0]],
+                             tf.stack([shape[0] * shape[1], self.num_labels]))
+    else:
+      logits = BertWithHeads.call(self, flat, training=training)["logits"]
+    logits = tf.reshape(logits, tf.stack([shape[0], shape[1], self.num_labels]))
+    present = tf.reshape(present, shape[:2])
+    count = tf.reduce_sum(tf.cast(present, logits.dtype), axis=1)[:, None]
+    if self.pooling == "mean":
+      combined = tf.reduce_sum(
+          logits * tf.cast(present, logits.dtype)[..., None], axis=1) / tf.maximum(count, 1)
+    else:
+      combined = tf.reduce_max(tf.where(present[..., None], logits, logits.dtype.min), axis=1)
+      combined = tf.where(count > 0, combined, tf.zeros_like(combined))  # No window: 0.
+    return self._with_loss({"logits": combined, "window_logits": logits,
+                            "window_present": present}, inputs)
 
 
 class BertMultipleChoice(BertWithHeads):

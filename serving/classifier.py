@@ -12,6 +12,10 @@ Signatures:
     outputs.
   * `tokenize`: the text inputs in, the three feature tensors
     [batch, max_seq_length] int32 out.
+A model trained on windows of long texts (run_classifier.py --window_stride)
+is exported with its windows: the graph cuts each text as training did
+(serving/packing.pack_windows), the features are [batch, windows,
+max_seq_length] and the outputs combine the windows' logits.
 """
 
 import tensorflow as tf
@@ -26,9 +30,10 @@ class ClassifierServer(export.Server):
   """What the SavedModel holds: the model, the tokenizer and the labels."""
 
   def __init__(self, model, tokenizer, max_seq_length, label_list, is_regression=False,
-               limits=None):
+               limits=None, windows=None):
     super().__init__(model, tokenizer, name="classifier_server", limits=limits)
     self.max_seq_length = max_seq_length
+    object.__setattr__(self, "windows", windows)  # A plain value, not saved state.
     self.is_regression = is_regression
     self.labels = tf.constant([str(l) for l in label_list])
 
@@ -39,6 +44,10 @@ class ClassifierServer(export.Server):
       text_a, text_b = self.within_limits(text_a=text_a, text_b=text_b)
     ids_a = self.tokenizer.tokenize_to_ids(text_a)
     ids_b = None if text_b is None else self.tokenizer.tokenize_to_ids(text_b)
+    if self.windows:
+      return packing.pack_windows(ids_a, ids_b, self.max_seq_length, self.tokenizer.cls_id,
+                                  self.tokenizer.sep_id, self.windows.stride,
+                                  self.windows.max_windows)
     return packing.pack_pair(ids_a, ids_b, self.max_seq_length,
                              self.tokenizer.cls_id, self.tokenizer.sep_id)
 
@@ -75,18 +84,25 @@ def classifier_signatures(server, sentence_pair=True):
 
   return export.concrete_functions({
       "serving_default": serve_text,
-      "serve_features": export.features_function(server.outputs),
+      "serve_features": export.features_function(server.outputs,
+                                                 rank=3 if server.windows else 2),
       "tokenize": tokenize,
   })
 
 
 def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                       label_list, is_regression=False, sentence_pair=True,
-                      precision="float32", limits=None):
+                      precision="float32", limits=None, windows=None):
   """Writes the classifier's SavedModel (see the module docstring; `precision`:
-  export.in_precision; `limits`: export.RequestLimits); returns export_dir."""
-  model = export.in_precision(model, precision, lambda: modeling.BertClassifier(
-      model.config, num_labels=model.num_labels))
+  export.in_precision; `limits`: export.RequestLimits; `windows`: the
+  WindowSettings a modeling.BertWindowClassifier was trained with); returns
+  export_dir."""
+  if windows:
+    build = lambda: modeling.BertWindowClassifier(model.config, model.num_labels,
+                                                  pooling=model.pooling)
+  else:
+    build = lambda: modeling.BertClassifier(model.config, num_labels=model.num_labels)
+  model = export.in_precision(model, precision, build)
   server = ClassifierServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
-                            max_seq_length, label_list, is_regression, limits)
+                            max_seq_length, label_list, is_regression, limits, windows)
   return export.save(server, export_dir, classifier_signatures(server, sentence_pair))

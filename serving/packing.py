@@ -2,10 +2,17 @@
 
 `pack_pair` makes, inside a graph, exactly the features that
 `tasks.classification.features.convert_single_example` makes in Python: [CLS] A [SEP]
-(B [SEP]), the pair truncated longest-first, segment ids, zero padding.
+(B [SEP]), the pair truncated longest-first, segment ids, zero padding;
+`pack_windows` makes tasks/classification/windows.py's windows of long texts.
 """
 
 import tensorflow as tf
+
+
+def _first(ids, counts):
+  """The first `counts[i]` tokens of each row of a RaggedTensor."""
+  mask = tf.ragged.range(ids.row_lengths()) < tf.cast(counts[:, None], tf.int64)
+  return tf.ragged.boolean_mask(ids, mask)
 
 
 def truncated_pair_lengths(len_a, len_b, max_length):
@@ -48,21 +55,78 @@ def pack_pair(ids_a, ids_b, max_seq_length, cls_id, sep_id):
   keep_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))
   keep_b = tf.where(has_b, pair_b, 0)
 
-  def first(ids, counts):
-    mask = tf.ragged.range(ids.row_lengths()) < tf.cast(counts[:, None], tf.int64)
-    return tf.ragged.boolean_mask(ids, mask)
-
   def column(value):
     return tf.RaggedTensor.from_tensor(tf.fill([batch, 1], value))
 
   sep_b = tf.ragged.boolean_mask(column(sep_id), has_b[:, None])
-  tokens = tf.concat([column(cls_id), first(ids_a, keep_a), column(sep_id),
-                      first(ids_b, keep_b), sep_b], axis=1)
-  segments = tf.concat([tf.zeros_like(column(0)), tf.zeros_like(first(ids_a, keep_a)),
-                        tf.zeros_like(column(0)), tf.ones_like(first(ids_b, keep_b)),
+  tokens = tf.concat([column(cls_id), _first(ids_a, keep_a), column(sep_id),
+                      _first(ids_b, keep_b), sep_b], axis=1)
+  segments = tf.concat([tf.zeros_like(column(0)), tf.zeros_like(_first(ids_a, keep_a)),
+                        tf.zeros_like(column(0)), tf.ones_like(_first(ids_b, keep_b)),
                         tf.ones_like(sep_b)], axis=1)
   shape = [batch, max_seq_length]
   input_ids = tokens.to_tensor(0, shape=shape)
   input_mask = tf.ones_like(tokens).to_tensor(0, shape=shape)
   segment_ids = segments.to_tensor(0, shape=shape)
   return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+
+
+def pack_windows(ids_a, ids_b, max_seq_length, cls_id, sep_id, stride, max_windows):
+  """input_ids, input_mask, segment_ids [batch, windows, max_seq_length]:
+  each example's windows as tasks/classification/windows.py makes them
+  (`windows` is the most any example of the batch needs; the others' extra
+  windows are all zeros).
+
+  A pair that does not fit slides over B with A cut to half of the space; a
+  single text slides over A; the window bodies start every `stride` tokens.
+  """
+  ids_a = tf.cast(ids_a, tf.int32)
+  batch = ids_a.nrows(out_type=tf.int64)
+  len_a = ids_a.row_lengths()
+  if ids_b is None:
+    ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([batch], tf.int64))
+  ids_b = tf.cast(ids_b, tf.int32)
+  len_b = ids_b.row_lengths()
+  has_b = len_b > 0
+  space = tf.constant(max_seq_length - 3, tf.int64)
+  none = tf.zeros_like(len_a)
+  keep_a = tf.where(has_b, tf.where(len_a + len_b <= space, len_a,
+                                    tf.minimum(len_a, space // 2)), none)
+  prefix = _first(ids_a, keep_a)
+  # The body each example slides over: B in a pair, else A.
+  body = tf.concat([_first(ids_a, tf.where(has_b, none, len_a)), _first(ids_b, len_b)], axis=1)
+  body_length = body.row_lengths()
+  window_length = tf.where(has_b, space - keep_a, space + 1)
+  step = tf.maximum(tf.minimum(tf.cast(stride, tf.int64), window_length), 1)
+  beyond = tf.maximum(body_length - window_length, 0)
+  count = tf.minimum(1 + (beyond + step - 1) // step, max_windows)
+
+  # One row per window: its example, start and end in the example's body.
+  example = tf.repeat(tf.range(batch), count)
+  starts = tf.ragged.range(count).flat_values * tf.gather(step, example)
+  ends = tf.minimum(starts + tf.gather(window_length, example), tf.gather(body_length, example))
+  offsets = tf.gather(body.row_starts(), example)
+  window = tf.RaggedTensor.from_row_lengths(
+      tf.gather(body.flat_values, tf.ragged.range(offsets + starts, offsets + ends).flat_values),
+      ends - starts)
+  window_has_b = tf.gather(has_b, example)
+  lengths = ends - starts
+  in_first = _first(window, tf.where(window_has_b, tf.zeros_like(lengths), lengths))
+  in_second = _first(window, tf.where(window_has_b, lengths, tf.zeros_like(lengths)))
+  head = tf.concat([tf.gather(prefix, example), in_first], axis=1)
+  rows = tf.shape(example, out_type=tf.int64)[0]
+
+  def column(value):
+    return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([rows, 1]), value))
+
+  sep_b = tf.ragged.boolean_mask(column(sep_id), window_has_b[:, None])
+  tokens = tf.concat([column(cls_id), head, column(sep_id), in_second, sep_b], axis=1)
+  segments = tf.concat([tf.zeros_like(column(0)), tf.zeros_like(head), tf.zeros_like(column(0)),
+                        tf.ones_like(in_second), tf.ones_like(sep_b)], axis=1)
+  shape = tf.stack([rows, max_seq_length])
+
+  def per_example(values):
+    return tf.RaggedTensor.from_row_lengths(values.to_tensor(0, shape=shape), count).to_tensor(0)
+
+  return {"input_ids": per_example(tokens), "input_mask": per_example(tf.ones_like(tokens)),
+          "segment_ids": per_example(segments)}

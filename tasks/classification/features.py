@@ -149,12 +149,15 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
 # ---------------------------------------------------------------------------
 # Records.
 
-def example_spec(seq_length, is_regression=False):
+def example_spec(seq_length, is_regression=False, windows=None):
   """The records' features, as the original wrote them, in the canonical order
-  (sorted by name) that `SerializeToString(deterministic=True)` gives."""
+  (sorted by name) that `SerializeToString(deterministic=True)` gives. With
+  `windows` (tasks/classification/windows.py), each sequence feature is
+  [windows, seq_length]."""
+  shape = [windows, seq_length] if windows else [seq_length]
   return tf_example.ExampleSpec(sorted([
-      ("input_ids", "int64", [seq_length]), ("input_mask", "int64", [seq_length]),
-      ("segment_ids", "int64", [seq_length]),
+      ("input_ids", "int64", shape), ("input_mask", "int64", shape),
+      ("segment_ids", "int64", shape),
       ("label_ids", "float32" if is_regression else "int64", []),
       ("is_real_example", "int64", [])]))
 
@@ -165,27 +168,33 @@ def _feature_row(feature):
           "is_real_example": int(feature.is_real_example)}
 
 
-def file_based_convert_examples_to_features(examples, label_list, max_seq_length,
-                                            tokenizer, output_file):
-  """Writes one record per example to `output_file` (atomically: a failure
-  leaves no file behind)."""
-  spec = example_spec(max_seq_length, label_list == [None])
+def write_feature_records(examples, spec, convert, output_file):
+  """Writes convert(index, example) (InputFeatures) of each example to
+  `output_file`, one record each, atomically: a failure leaves no file behind."""
   with tfrecord.atomic_writers([output_file]) as (writer,):
     rows = []
     for ex_index, example in enumerate(examples):
       if ex_index % 10000 == 0:
         logging.info("Writing example %d of %d", ex_index, len(examples))
-      rows.append(_feature_row(convert_single_example(
-          ex_index, example, label_list, max_seq_length, tokenizer)))
+      rows.append(_feature_row(convert(ex_index, example)))
       if len(rows) == _RECORD_BATCH or ex_index == len(examples) - 1:
         writer.write_batch(*spec.encode_batch(*spec.columns_of(rows)))
         rows = []
 
 
+def file_based_convert_examples_to_features(examples, label_list, max_seq_length,
+                                            tokenizer, output_file):
+  """Writes one record per example to `output_file` (atomically)."""
+  write_feature_records(
+      examples, example_spec(max_seq_length, label_list == [None]),
+      lambda i, e: convert_single_example(i, e, label_list, max_seq_length, tokenizer),
+      output_file)
+
+
 def read_records(input_file, seq_length, is_regression=False, is_training=False, seed=0,
-                 input_context=None):
-  """Feature dicts (int32 ids) of a file the writer above made; training reads
+                 input_context=None, windows=None):
+  """Feature dicts (int32 ids) of a file the writers above made; training reads
   them repeated and shuffled (plumbing.tf_example.read_records)."""
-  return tf_example.read_records(input_file, example_spec(seq_length, is_regression),
+  return tf_example.read_records(input_file, example_spec(seq_length, is_regression, windows),
                                    is_training=is_training, seed=seed,
                                    input_context=input_context)

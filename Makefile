@@ -21,6 +21,7 @@ DEMO_EPOCHS ?= 2
 DEMO_FINETUNE_LR ?= 2e-4
 DEMO_EVAL_STEPS := 20
 DEMO_EVAL_BATCH := 32
+DEMO_SEED ?= 12345
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
@@ -70,7 +71,7 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	  --max_seq_length=$(DEMO_SEQ) --max_predictions_per_seq=10 --num_train_steps=$(DEMO_STEPS) \
 	  --num_warmup_steps=100 --learning_rate=$(DEMO_LR) --save_checkpoints_steps=500 \
 	  --iterations_per_loop=100 --max_eval_steps=$(DEMO_EVAL_STEPS) \
-	  --eval_batch_size=$(DEMO_EVAL_BATCH)
+	  --eval_batch_size=$(DEMO_EVAL_BATCH) --seed=$(DEMO_SEED)
 	@echo "Eval results ($(DEMO_DIR)/pretraining_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/pretraining_output/eval_results.txt
 	@echo "==> [4/9] Making the bundled sentence-pair task (is B a shortened copy of A?)"
@@ -105,7 +106,7 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	  print('layer -1 of [CLS]: %d values, first three %s' % (len(line['features'][0]['layers'][0]['values']), \
 	  line['features'][0]['layers'][0]['values'][:3]))"
 	@echo "==> [8/9] What the demo learned, next to what guessing scores"
-	$(PY) -m demo.report --demo_dir=$(DEMO_DIR) \
+	$(PY) -m demo.report --demo_dir=$(DEMO_DIR) --seed=$(DEMO_SEED) \
 	  --eval_examples=$$(( $(DEMO_EVAL_STEPS) * $(DEMO_EVAL_BATCH) ))
 	@echo "==> [9/9] Done. Artefacts in $(DEMO_DIR)/:"
 	@echo "  vocab.txt, bert_config.json        the vocabulary and the model's config"

@@ -40,6 +40,7 @@ REPO_ROOT = common.REPO_ROOT
 
 from demo import corpus as demo_corpus  # pylint: disable=g-import-not-at-top
 from demo import pairs as demo_pairs  # pylint: disable=g-import-not-at-top
+from demo import report as demo_report  # pylint: disable=g-import-not-at-top
 from tasks.classification import glue  # pylint: disable=g-import-not-at-top
 
 # (objective, the paper's row name); None is the model with no pre-training.
@@ -168,12 +169,44 @@ def prepare(args):
   return dict(tasks=tasks, vocab=vocab, records=records, configs=configs)
 
 
-def pretrain(args, paths, objective, steps):
-  """Pre-trains with `objective`, keeping a checkpoint at every step count."""
-  out = os.path.join(args.output_dir, "pretraining", objective)
+def task_name(task):
+  """The --task_name that reads `task`'s files (the bundled pairs: MRPC's format)."""
+  return "MRPC" if task == PAIRS_TASK else task
+
+
+def pretrain_until_it_fine_tunes(args, paths, objective, steps):
+  """Pre-trains with `objective` and fine-tunes the result on the first task;
+  a pre-training run whose fine-tuning learned nothing
+  (demo.report.fine_tuning_stuck, on training data only) is replaced by one with the next seed, up to
+  --pretrain_restarts times. At this size some seeds leave a model that does
+  not fine-tune at all (docs/ablations.md). Returns (eval results, seconds,
+  the kept run's directory, every attempt's seed and fine-tuning loss)."""
+  task = next(iter(paths["tasks"]))
+  seconds, attempts = 0.0, []
+  for restart in range(args.pretrain_restarts + 1):
+    seed = args.seed + restart
+    out = os.path.join(args.output_dir, "pretraining",
+                       objective if not restart else "%s_seed%d" % (objective, seed))
+    seconds += pretrain(args, paths, objective, steps, seed, out)
+    fine_tune(args, paths, objective, steps[-1], task, out)
+    last, entropy, stuck = demo_report.fine_tuning_stuck(
+        task_name(task), paths["tasks"][task], fine_tuning_dir(args, task, out, steps[-1]))
+    attempts.append({"seed": seed, "fine_tuning_loss": last, "label_entropy": entropy,
+                     "stuck": stuck})
+    if not stuck:
+      break
+    _log("    fine-tuning on %s learned nothing from it (training loss %.3f, label entropy "
+         "%.3f)%s" % (task, last, entropy, ": pre-training again with --seed=%d" % (seed + 1)
+                      if restart < args.pretrain_restarts else "; no restarts left, keeping it"))
+  return read_results(os.path.join(out, "eval_results.txt")), seconds, out, attempts
+
+
+def pretrain(args, paths, objective, steps, seed, out):
+  """Pre-trains with `objective` into `out` (unless done before), keeping a
+  checkpoint at every step count; returns the seconds it took."""
   if os.path.exists(os.path.join(out, "eval_results.txt")):
-    return read_results(os.path.join(out, "eval_results.txt")), 0.0
-  seconds = run_command([
+    return 0.0
+  return run_command([
       "run_pretraining.py", "--input_file=" + paths["records"], "--output_dir=" + out,
       "--do_train", "--do_eval", "--pretraining_objective=" + objective,
       "--bert_config_file=" + paths["configs"][objective == "ltr"],
@@ -185,19 +218,22 @@ def pretrain(args, paths, objective, steps):
       "--learning_rate=%g" % args.pretrain_learning_rate,
       "--save_checkpoints_steps=%d" % steps[0], "--keep_checkpoint_max=0",
       "--iterations_per_loop=%d" % steps[0], "--max_eval_steps=20", "--eval_batch_size=32",
-      "--seed=%d" % args.seed], os.path.join(out, "run.log"))
-  return read_results(os.path.join(out, "eval_results.txt")), seconds
+      "--seed=%d" % seed], os.path.join(out, "run.log"))
 
 
-def fine_tune(args, paths, objective, step, task):
-  """Dev accuracy of the model pre-trained `step` steps with `objective`
-  (None: not pre-trained), fine-tuned on `task`."""
-  name = "none" if objective is None else "%s_%d" % (objective, step)
-  out = os.path.join(args.output_dir, "fine_tuning", task, name)
+def fine_tuning_dir(args, task, pretrained_dir, step):
+  name = "none" if pretrained_dir is None else "%s_%d" % (os.path.basename(pretrained_dir), step)
+  return os.path.join(args.output_dir, "fine_tuning", task, name)
+
+
+def fine_tune(args, paths, objective, step, task, pretrained_dir=None):
+  """Dev accuracy of the model pre-trained `step` steps with `objective` in
+  `pretrained_dir` (objective None: not pre-trained), fine-tuned on `task`."""
+  out = fine_tuning_dir(args, task, pretrained_dir, step)
   results_path = os.path.join(out, "eval_results.txt")
   if not os.path.exists(results_path):
     command = [
-        "run_classifier.py", "--task_name=" + ("MRPC" if task == PAIRS_TASK else task),
+        "run_classifier.py", "--task_name=" + task_name(task),
         "--do_train", "--do_eval", "--data_dir=" + paths["tasks"][task],
         "--vocab_file=" + paths["vocab"], "--output_dir=" + out,
         "--bert_config_file=" + paths["configs"][objective == "ltr"],
@@ -208,8 +244,7 @@ def fine_tune(args, paths, objective, step, task):
         "--iterations_per_loop=100", "--save_checkpoints_steps=100000",
         "--seed=%d" % args.seed]
     if objective is not None:
-      command.append("--init_checkpoint=" + os.path.join(
-          args.output_dir, "pretraining", objective, "ckpt-%d" % step))
+      command.append("--init_checkpoint=" + os.path.join(pretrained_dir, "ckpt-%d" % step))
     run_command(command, os.path.join(out, "run.log"))
   return read_results(results_path)["eval_accuracy"]
 
@@ -222,6 +257,23 @@ def table(scores, tasks):
     lines.append("| %s | %s |" % (name, " | ".join(
         "%.1f" % (100 * scores[name][t]) for t in tasks)))
   return "\n".join(lines)
+
+
+def seeds_line(pretraining, task):
+  """Which pre-training seed each row kept, and the runs it replaced."""
+  parts = []
+  for name, run in pretraining.items():
+    attempts = run["attempts"]
+    part = "%s: seed %d" % (name, attempts[-1]["seed"])
+    if len(attempts) > 1:
+      part += " (after %s)" % ", ".join(
+          "seed %d: loss %.3f against entropy %.3f" % (
+              a["seed"], a["fine_tuning_loss"], a["label_entropy"]) for a in attempts[:-1])
+    parts.append(part)
+  return ("Pre-training seeds kept (a pre-training run is replaced by the next seed when "
+          "fine-tuning it on %s ends with a training loss above %.0f%% of the training "
+          "labels' entropy, i.e. learns nothing): %s." % (task, 100 * demo_report.STUCK_SHARE,
+                                                          "; ".join(parts)))
 
 
 def curve_table(curves, steps, task):
@@ -283,6 +335,10 @@ def parse_args(argv=None):
   parser.add_argument("--num_train_epochs", type=float, default=2.0)
   parser.add_argument("--max_train_examples", type=int, default=4000)
   parser.add_argument("--seed", type=int, default=12345)
+  parser.add_argument("--pretrain_restarts", type=int, default=2,
+                      help="Pre-train again with the next seed, up to this many times, "
+                           "when fine-tuning the result on the first task learns nothing "
+                           "(training loss near the labels' entropy); 0: never.")
   parser.add_argument("--objectives", default=",".join(o for o, _ in MODELS[:-1]),
                       help="The pre-training objectives to run (the model without "
                            "pre-training always runs).")
@@ -306,12 +362,13 @@ def main(argv=None):
   tasks = list(paths["tasks"])
   steps = step_counts(args.pretrain_steps, args.curve_points)
   models = [(o, n) for o, n in MODELS if o is None or o in args.objectives.split(",")]
-  pretraining = {}
+  pretraining, pretrained_dirs = {}, {}
   for objective, name in models[:-1]:
     _log("==> Pre-training %s (--pretraining_objective=%s), %d steps" % (
         name, objective, args.pretrain_steps))
-    results, seconds = pretrain(args, paths, objective, steps)
-    pretraining[name] = dict(results, seconds=round(seconds, 1))
+    results, seconds, pretrained_dirs[objective], attempts = pretrain_until_it_fine_tunes(
+        args, paths, objective, steps)
+    pretraining[name] = dict(results, seconds=round(seconds, 1), attempts=attempts)
     _log("    masked_lm_accuracy %.3f%s" % (results["masked_lm_accuracy"],
                                             "" if objective != "ltr" else " (next token)"))
   scores = {name: {} for _, name in models}
@@ -320,7 +377,7 @@ def main(argv=None):
   runs += [(o, n, s, tasks[0]) for o, n in models[:-1] for s in steps[:-1]]
   for i, (objective, name, step, task) in enumerate(runs):
     began = time.time()
-    accuracy = fine_tune(args, paths, objective, step, task)
+    accuracy = fine_tune(args, paths, objective, step, task, pretrained_dirs.get(objective))
     if step == args.pretrain_steps:
       scores[name][task] = accuracy
     if task == tasks[0] and objective is not None:
@@ -330,9 +387,10 @@ def main(argv=None):
         accuracy, time.time() - began))
   for name in curves:
     curves[name]["0"] = scores["No pre-training"][tasks[0]]
-  report = ("## Pre-training ablations (Table 5 shape)\n\n%s\n\n"
+  report = ("## Pre-training ablations (Table 5 shape)\n\n%s\n\n%s\n\n"
             "## Dev accuracy against pre-training steps (Figure 5 shape)\n\n%s\n" % (
-                table(scores, tasks), curve_table(curves, steps, tasks[0])))
+                table(scores, tasks), seeds_line(pretraining, tasks[0]),
+                curve_table(curves, steps, tasks[0])))
   summary = dict(tasks=tasks, steps=steps, scores=scores, curves=curves,
                  pretraining=pretraining, settings=vars(args),
                  minutes=round((time.time() - start) / 60, 1))

@@ -13,6 +13,7 @@ the TensorBoard summaries, as a PNG.
 import argparse
 import collections
 import glob
+import math
 import os
 
 from data_prep import tokenization
@@ -51,8 +52,34 @@ def majority_share(data_dir):
   return label, count / sum(labels.values())
 
 
-def loss_curve(summary_dir, png_file):
-  """Plots the `loss` scalars of the training summaries; returns the points."""
+# A fine-tuning run whose last training loss is above this share of the
+# training labels' entropy (the loss of predicting their frequencies) learned
+# nothing (docs/ablations.md).
+STUCK_SHARE = 0.98
+
+
+def label_entropy(task_name, data_dir):
+  """The entropy (nats) of a task's training labels."""
+  counts = collections.Counter(
+      e.label for e in glue.get_processor(task_name).get_train_examples(data_dir))
+  total = sum(counts.values())
+  return -sum(c / total * math.log(c / total) for c in counts.values())
+
+
+def fine_tuning_stuck(task_name, data_dir, run_dir):
+  """(last training loss, label entropy, stuck) of the run_classifier.py run
+  in `run_dir`: stuck when the loss ended above STUCK_SHARE of the entropy.
+  At the demo's size some pre-training seeds leave a model that does not
+  fine-tune at all (docs/ablations.md)."""
+  losses = training_losses(os.path.join(run_dir, "train"))
+  if not losses:
+    return None, None, False
+  last, entropy = losses[max(losses)], label_entropy(task_name, data_dir)
+  return last, entropy, last > STUCK_SHARE * entropy
+
+
+def training_losses(summary_dir):
+  """{step: loss} of a run's training summaries (<output_dir>/train)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow.core.util import event_pb2  # pylint: disable=g-import-not-at-top
   points = {}
@@ -62,6 +89,12 @@ def loss_curve(summary_dir, png_file):
       for value in event.summary.value:
         if value.tag == "loss":
           points[event.step] = float(tf.make_ndarray(value.tensor))
+  return points
+
+
+def loss_curve(summary_dir, png_file):
+  """Plots the `loss` scalars of the training summaries; returns the points."""
+  points = training_losses(summary_dir)
   steps = sorted(points)
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
@@ -82,6 +115,7 @@ def loss_curve(summary_dir, png_file):
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--demo_dir", default="demo_output")
+  parser.add_argument("--seed", type=int, default=12345, help="The pre-training seed.")
   parser.add_argument("--eval_examples", type=int, required=True,
                       help="max_eval_steps * eval_batch_size of the pre-training eval.")
   args = parser.parse_args()
@@ -103,6 +137,12 @@ def main():
   print("Fine-tuning on the bundled pair task (is B a shortened copy of A?), dev set:")
   print("  accuracy                %.3f   (always answering %r: %.3f)" % (
       float(classifier["eval_accuracy"]), label, share))
+  last, entropy, stuck = fine_tuning_stuck("MRPC", os.path.join(d, "pairs"),
+                                           os.path.join(d, "classifier_output"))
+  if stuck:
+    print("  Fine-tuning learned nothing (training loss %.3f, the labels' entropy %.3f). "
+          "At this size some pre-training seeds do that (docs/ablations.md): run make "
+          "demo DEMO_SEED=%d." % (last, entropy, args.seed + 1))
   png = os.path.join(d, "pretraining_loss.png")
   points = loss_curve(os.path.join(d, "pretraining_output", "train"), png)
   if points:

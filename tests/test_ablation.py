@@ -4,12 +4,16 @@ smallest sizes."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from conftest import REPO_ROOT
+from demo import report as demo_report
 from tasks.classification import glue
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
@@ -66,8 +70,9 @@ class _FakeRunner(object):
   the outputs the real one would, with made-up results that say which run
   made them (accuracy 0.5 + 0.01 x the run's rank)."""
 
-  def __init__(self):
+  def __init__(self, stuck=()):
     self.commands = []
+    self.stuck = stuck  # Pre-training runs whose fine-tuning learns nothing.
 
   def __call__(self, args, log_path):
     self.commands.append(args)
@@ -83,6 +88,11 @@ class _FakeRunner(object):
           "eval_accuracy": 0.5 + 0.01 * len(self.commands)}
       with open(os.path.join(out, "eval_results.txt"), "w") as f:
         f.writelines("%s = %s\n" % kv for kv in results.items())
+      start = [a for a in args if a.startswith("--init_checkpoint=")]
+      if start:  # The training loss summaries: 0.7 is ln(2) and a bit.
+        stuck = os.path.basename(os.path.dirname(start[0])) in self.stuck
+        with tf.summary.create_file_writer(os.path.join(out, "train")).as_default(step=10):
+          tf.summary.scalar("loss", 0.7 if stuck else 0.3)
     return 0.0
 
 
@@ -134,6 +144,41 @@ def test_plan_and_report_with_a_fake_runner(tmp_path, monkeypatch):
     assert json.load(f)["scores"] == summary["scores"]
 
 
+def test_a_pretraining_run_that_does_not_fine_tune_is_replaced(tmp_path, monkeypatch):
+  """A pre-training run whose fine-tuning on the first task ends at the
+  labels' entropy is pre-trained again with the next seed; the rows use the
+  run kept, and the report says which seeds were replaced."""
+  runner = _FakeRunner(stuck={"mlm_nsp", "mlm_nsp_seed12346"})
+  monkeypatch.setattr(ablation, "run_command", runner)
+  out = tmp_path / "ablation"
+  ablation.main(["--output_dir=%s" % out, "--pretrain_steps=8", "--curve_points=1",
+                 "--max_train_examples=40", "--objectives=mlm_nsp,mlm"])
+  pretraining = [(os.path.relpath(_flag(c, "output_dir"), out), _flag(c, "seed"))
+                 for c in runner.commands if c[0] == "run_pretraining.py"]
+  assert pretraining == [("pretraining/mlm_nsp", "12345"),
+                         ("pretraining/mlm_nsp_seed12346", "12346"),
+                         ("pretraining/mlm_nsp_seed12347", "12347"), ("pretraining/mlm", "12345")]
+  starts = [os.path.relpath(_flag(c, "init_checkpoint"), out) for c in runner.commands
+            if c[0] == "run_classifier.py" and any(a.startswith("--init_checkpoint=") for a in c)]
+  assert starts == ["pretraining/mlm_nsp/ckpt-8", "pretraining/mlm_nsp_seed12346/ckpt-8",
+                    "pretraining/mlm_nsp_seed12347/ckpt-8", "pretraining/mlm/ckpt-8"]
+  with open(out / "ablation.json") as f:
+    summary = json.load(f)
+  attempts = summary["pretraining"]["BERT (MLM + NSP)"]["attempts"]
+  entropy = demo_report.label_entropy("MRPC", str(out / "pairs"))
+  assert 0.6 < entropy <= np.log(2) + 1e-9
+  assert [(a["seed"], a["stuck"]) for a in attempts] == [
+      (12345, True), (12346, True), (12347, False)]
+  assert attempts[0]["fine_tuning_loss"] == pytest.approx(0.7)
+  assert attempts[0]["label_entropy"] == pytest.approx(entropy)
+  # The row is the kept run's fine-tuning (the fourth classifier run).
+  assert summary["scores"]["BERT (MLM + NSP)"]["pairs"] == pytest.approx(
+      0.5 + 0.01 * (runner.commands.index([c for c in runner.commands
+                                           if c[0] == "run_classifier.py"][2]) + 1))
+  assert "BERT (MLM + NSP): seed 12347 (after seed 12345: loss 0.700 against entropy" in (
+      out / "ablation.md").read_text()
+
+
 def test_one_tiny_real_run(tmp_path):
   """The real commands at the smallest sizes, for the objective whose
   wiring differs most (LTR, with its causal config) and the model without
@@ -145,7 +190,8 @@ def test_one_tiny_real_run(tmp_path):
   command = [sys.executable, "bench/ablation.py", "--output_dir=%s" % out,
              "--corpus=%s" % corpus, "--vocab_size=600", "--pretrain_steps=4",
              "--curve_points=1", "--max_train_examples=64", "--dupe_factor=1",
-             "--num_train_epochs=1", "--train_batch_size=16", "--objectives=ltr"]
+             "--num_train_epochs=1", "--train_batch_size=16", "--objectives=ltr",
+             "--pretrain_restarts=0"]
   result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   with open(out / "ablation.json") as f:
@@ -156,6 +202,12 @@ def test_one_tiny_real_run(tmp_path):
     written = ablation.read_results(str(out / "fine_tuning" / "pairs" / run / "eval_results.txt"))
     assert summary["scores"][name]["pairs"] == written["eval_accuracy"]
   assert "next_sentence_accuracy" not in summary["pretraining"]["LTR & No NSP"]
+  # The restart check read the fine-tuning run's last logged training loss.
+  (attempt,) = summary["pretraining"]["LTR & No NSP"]["attempts"]
+  with open(out / "fine_tuning" / "pairs" / "ltr_4" / "run.log") as f:
+    logged = re.findall(r"mean of the last \d+ steps ([0-9.]+)", f.read())
+  assert attempt["seed"] == 12345 and attempt["fine_tuning_loss"] == pytest.approx(
+      float(logged[-1]), abs=1e-6)
   assert not (out / "pretraining" / "mlm_nsp").exists()
   for log in ("pretraining/ltr/run.log", "fine_tuning/pairs/ltr_4/run.log"):
     with open(out / log) as f:

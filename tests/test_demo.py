@@ -1,6 +1,9 @@
 """The demo's own pieces: the bundled pair task and the learning report."""
 
+import math
 import random
+
+import pytest
 
 import tensorflow as tf
 
@@ -78,3 +81,19 @@ def test_majority_share_and_loss_curve(tmp_path):
   points = demo_report.loss_curve(str(tmp_path / "train"), str(png))
   assert points == [(100, 6.5), (200, 5.25), (300, 4.0)]
   assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fine_tuning_that_ends_at_the_label_entropy_is_stuck(tmp_path):
+  (tmp_path / "train.tsv").write_text(
+      "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+      "1\ta\tb\tx\ty\n0\ta\tb\tx\ty\n1\ta\tb\tx\ty\n1\ta\tb\tx\ty\n", encoding="utf-8")
+  entropy = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))  # 0.5623
+  assert demo_report.label_entropy("MRPC", str(tmp_path)) == pytest.approx(entropy)
+  for name, last, stuck in (("stuck", 0.56, True), ("learning", 0.5, False)):
+    with tf.summary.create_file_writer(str(tmp_path / name / "train")).as_default():
+      for step, loss in ((50, 0.2), (100, last)):  # The last step counts.
+        tf.summary.scalar("loss", loss, step=step)
+    assert demo_report.fine_tuning_stuck("MRPC", str(tmp_path), str(tmp_path / name)) == (
+        pytest.approx(last), pytest.approx(entropy), stuck)
+  assert demo_report.fine_tuning_stuck("MRPC", str(tmp_path), str(tmp_path / "none")) == (
+      None, None, False)

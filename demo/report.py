@@ -141,7 +141,8 @@ def main():
                                            os.path.join(d, "classifier_output"))
   if stuck:
     print("  Fine-tuning learned nothing (training loss %.3f, the labels' entropy %.3f). "
-          "At this size some pre-training seeds do that (docs/ablations.md): run make "
+          "With fewer steps, pairs or epochs than the defaults, train longer; otherwise "
+          "some pre-training seeds do that at this size (docs/ablations.md): run make "
           "demo DEMO_SEED=%d." % (last, entropy, args.seed + 1))
   png = os.path.join(d, "pretraining_loss.png")
   points = loss_curve(os.path.join(d, "pretraining_output", "train"), png)

@@ -85,7 +85,7 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	  --output_dir=$(DEMO_DIR)/classifier_output --max_seq_length=$(DEMO_SEQ) \
 	  --train_batch_size=32 --learning_rate=$(DEMO_FINETUNE_LR) --num_train_epochs=$(DEMO_EPOCHS) \
 	  --iterations_per_loop=50 --eval_batch_size=50 --predict_batch_size=50 \
-	  --export_dir=$(DEMO_DIR)/export/1
+	  --export_dir=$(DEMO_DIR)/export/1 --seed=$(DEMO_SEED)
 	@echo "Fine-tuning eval results ($(DEMO_DIR)/classifier_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/classifier_output/eval_results.txt
 	@echo "==> [6/9] Asking the exported SavedModel about two raw sentence pairs, from a fresh process"

@@ -169,44 +169,12 @@ def prepare(args):
   return dict(tasks=tasks, vocab=vocab, records=records, configs=configs)
 
 
-def task_name(task):
-  """The --task_name that reads `task`'s files (the bundled pairs: MRPC's format)."""
-  return "MRPC" if task == PAIRS_TASK else task
-
-
-def pretrain_until_it_fine_tunes(args, paths, objective, steps):
-  """Pre-trains with `objective` and fine-tunes the result on the first task;
-  a pre-training run whose fine-tuning learned nothing
-  (demo.report.fine_tuning_stuck, on training data only) is replaced by one with the next seed, up to
-  --pretrain_restarts times. At this size some seeds leave a model that does
-  not fine-tune at all (docs/ablations.md). Returns (eval results, seconds,
-  the kept run's directory, every attempt's seed and fine-tuning loss)."""
-  task = next(iter(paths["tasks"]))
-  seconds, attempts = 0.0, []
-  for restart in range(args.pretrain_restarts + 1):
-    seed = args.seed + restart
-    out = os.path.join(args.output_dir, "pretraining",
-                       objective if not restart else "%s_seed%d" % (objective, seed))
-    seconds += pretrain(args, paths, objective, steps, seed, out)
-    fine_tune(args, paths, objective, steps[-1], task, out)
-    last, entropy, stuck = demo_report.fine_tuning_stuck(
-        task_name(task), paths["tasks"][task], fine_tuning_dir(args, task, out, steps[-1]))
-    attempts.append({"seed": seed, "fine_tuning_loss": last, "label_entropy": entropy,
-                     "stuck": stuck})
-    if not stuck:
-      break
-    _log("    fine-tuning on %s learned nothing from it (training loss %.3f, label entropy "
-         "%.3f)%s" % (task, last, entropy, ": pre-training again with --seed=%d" % (seed + 1)
-                      if restart < args.pretrain_restarts else "; no restarts left, keeping it"))
-  return read_results(os.path.join(out, "eval_results.txt")), seconds, out, attempts
-
-
-def pretrain(args, paths, objective, steps, seed, out):
-  """Pre-trains with `objective` into `out` (unless done before), keeping a
-  checkpoint at every step count; returns the seconds it took."""
+def pretrain(args, paths, objective, steps):
+  """Pre-trains with `objective`, keeping a checkpoint at every step count."""
+  out = os.path.join(args.output_dir, "pretraining", objective)
   if os.path.exists(os.path.join(out, "eval_results.txt")):
-    return 0.0
-  return run_command([
+    return read_results(os.path.join(out, "eval_results.txt")), 0.0
+  seconds = run_command([
       "run_pretraining.py", "--input_file=" + paths["records"], "--output_dir=" + out,
       "--do_train", "--do_eval", "--pretraining_objective=" + objective,
       "--bert_config_file=" + paths["configs"][objective == "ltr"],
@@ -218,18 +186,46 @@ def pretrain(args, paths, objective, steps, seed, out):
       "--learning_rate=%g" % args.pretrain_learning_rate,
       "--save_checkpoints_steps=%d" % steps[0], "--keep_checkpoint_max=0",
       "--iterations_per_loop=%d" % steps[0], "--max_eval_steps=20", "--eval_batch_size=32",
-      "--seed=%d" % seed], os.path.join(out, "run.log"))
+      "--seed=%d" % args.seed], os.path.join(out, "run.log"))
+  return read_results(os.path.join(out, "eval_results.txt")), seconds
 
 
-def fine_tuning_dir(args, task, pretrained_dir, step):
-  name = "none" if pretrained_dir is None else "%s_%d" % (os.path.basename(pretrained_dir), step)
-  return os.path.join(args.output_dir, "fine_tuning", task, name)
+def task_name(task):
+  """The --task_name that reads `task`'s files (the bundled pairs: MRPC's format)."""
+  return "MRPC" if task == PAIRS_TASK else task
 
 
-def fine_tune(args, paths, objective, step, task, pretrained_dir=None):
-  """Dev accuracy of the model pre-trained `step` steps with `objective` in
-  `pretrained_dir` (objective None: not pre-trained), fine-tuned on `task`."""
-  out = fine_tuning_dir(args, task, pretrained_dir, step)
+def fine_tune(args, paths, objective, step, task):
+  """(dev accuracy, attempts) of the model pre-trained `step` steps with
+  `objective` (None: not pre-trained), fine-tuned on `task`.
+
+  A fine-tuning run that learned nothing (its last training loss above
+  demo.report.STUCK_SHARE of the training labels' entropy; training data
+  only) is run again with the next seed (another classifier initialisation,
+  dropout and data order), up to --fine_tune_restarts times, for every model
+  alike: at this size some seeds leave every model, pre-trained or not, at
+  the majority class (docs/ablations.md). The last run counts."""
+  name = "none" if objective is None else "%s_%d" % (objective, step)
+  attempts = []
+  for restart in range(args.fine_tune_restarts + 1):
+    seed = args.seed + restart
+    out = os.path.join(args.output_dir, "fine_tuning", task,
+                       name if not restart else "%s_seed%d" % (name, seed))
+    accuracy = fine_tuning_run(args, paths, objective, step, task, seed, out)
+    last, entropy, stuck = demo_report.fine_tuning_stuck(task_name(task), paths["tasks"][task],
+                                                         out)
+    attempts.append({"seed": seed, "accuracy": accuracy, "training_loss": last,
+                     "label_entropy": entropy, "stuck": stuck})
+    if not stuck:
+      break
+    _log("    learned nothing (training loss %.3f, the labels' entropy %.3f)%s" % (
+        last, entropy, ": again with --seed=%d" % (seed + 1)
+        if restart < args.fine_tune_restarts else "; no restarts left"))
+  return accuracy, attempts
+
+
+def fine_tuning_run(args, paths, objective, step, task, seed, out):
+  """One run_classifier.py run (unless done before); its dev accuracy."""
   results_path = os.path.join(out, "eval_results.txt")
   if not os.path.exists(results_path):
     command = [
@@ -242,9 +238,10 @@ def fine_tune(args, paths, objective, step, task, pretrained_dir=None):
         "--learning_rate=%g" % args.fine_tune_learning_rate,
         "--num_train_epochs=%g" % args.num_train_epochs, "--eval_batch_size=64",
         "--iterations_per_loop=100", "--save_checkpoints_steps=100000",
-        "--seed=%d" % args.seed]
+        "--seed=%d" % seed]
     if objective is not None:
-      command.append("--init_checkpoint=" + os.path.join(pretrained_dir, "ckpt-%d" % step))
+      command.append("--init_checkpoint=" + os.path.join(
+          args.output_dir, "pretraining", objective, "ckpt-%d" % step))
     run_command(command, os.path.join(out, "run.log"))
   return read_results(results_path)["eval_accuracy"]
 
@@ -259,21 +256,14 @@ def table(scores, tasks):
   return "\n".join(lines)
 
 
-def seeds_line(pretraining, task):
-  """Which pre-training seed each row kept, and the runs it replaced."""
-  parts = []
-  for name, run in pretraining.items():
-    attempts = run["attempts"]
-    part = "%s: seed %d" % (name, attempts[-1]["seed"])
-    if len(attempts) > 1:
-      part += " (after %s)" % ", ".join(
-          "seed %d: loss %.3f against entropy %.3f" % (
-              a["seed"], a["fine_tuning_loss"], a["label_entropy"]) for a in attempts[:-1])
-    parts.append(part)
-  return ("Pre-training seeds kept (a pre-training run is replaced by the next seed when "
-          "fine-tuning it on %s ends with a training loss above %.0f%% of the training "
-          "labels' entropy, i.e. learns nothing): %s." % (task, 100 * demo_report.STUCK_SHARE,
-                                                          "; ".join(parts)))
+def restarts_line(restarts):
+  """Which fine-tuning runs were run again, and why."""
+  rule = ("A fine-tuning run whose last training loss stays above %.0f%% of the training "
+          "labels' entropy learned nothing and is run again with the next seed (at most "
+          "--fine_tune_restarts times); the last run counts." % (100 * demo_report.STUCK_SHARE))
+  if not restarts:
+    return rule + " No run needed it."
+  return rule + " Run again: " + "; ".join(restarts) + "."
 
 
 def curve_table(curves, steps, task):
@@ -335,10 +325,10 @@ def parse_args(argv=None):
   parser.add_argument("--num_train_epochs", type=float, default=2.0)
   parser.add_argument("--max_train_examples", type=int, default=4000)
   parser.add_argument("--seed", type=int, default=12345)
-  parser.add_argument("--pretrain_restarts", type=int, default=2,
-                      help="Pre-train again with the next seed, up to this many times, "
-                           "when fine-tuning the result on the first task learns nothing "
-                           "(training loss near the labels' entropy); 0: never.")
+  parser.add_argument("--fine_tune_restarts", type=int, default=2,
+                      help="Run a fine-tuning run that learned nothing (training loss near "
+                           "the labels' entropy) again with the next seed, up to this many "
+                           "times; 0: never.")
   parser.add_argument("--objectives", default=",".join(o for o, _ in MODELS[:-1]),
                       help="The pre-training objectives to run (the model without "
                            "pre-training always runs).")
@@ -362,22 +352,27 @@ def main(argv=None):
   tasks = list(paths["tasks"])
   steps = step_counts(args.pretrain_steps, args.curve_points)
   models = [(o, n) for o, n in MODELS if o is None or o in args.objectives.split(",")]
-  pretraining, pretrained_dirs = {}, {}
+  pretraining = {}
   for objective, name in models[:-1]:
     _log("==> Pre-training %s (--pretraining_objective=%s), %d steps" % (
         name, objective, args.pretrain_steps))
-    results, seconds, pretrained_dirs[objective], attempts = pretrain_until_it_fine_tunes(
-        args, paths, objective, steps)
-    pretraining[name] = dict(results, seconds=round(seconds, 1), attempts=attempts)
+    results, seconds = pretrain(args, paths, objective, steps)
+    pretraining[name] = dict(results, seconds=round(seconds, 1))
     _log("    masked_lm_accuracy %.3f%s" % (results["masked_lm_accuracy"],
                                             "" if objective != "ltr" else " (next token)"))
   scores = {name: {} for _, name in models}
   curves = {name: {} for _, name in models[:-1]}
   runs = [(o, n, args.pretrain_steps, t) for o, n in models for t in tasks]
   runs += [(o, n, s, tasks[0]) for o, n in models[:-1] for s in steps[:-1]]
+  restarts = []  # The fine-tuning runs that learned nothing and were run again.
   for i, (objective, name, step, task) in enumerate(runs):
     began = time.time()
-    accuracy = fine_tune(args, paths, objective, step, task, pretrained_dirs.get(objective))
+    accuracy, attempts = fine_tune(args, paths, objective, step, task)
+    if len(attempts) > 1:
+      restarts.append("%s%s on %s, after %s" % (
+          name, "" if objective is None else " at step %d" % step, task, ", ".join(
+              "seed %d (training loss %.3f, entropy %.3f)" % (
+                  a["seed"], a["training_loss"], a["label_entropy"]) for a in attempts[:-1])))
     if step == args.pretrain_steps:
       scores[name][task] = accuracy
     if task == tasks[0] and objective is not None:
@@ -389,9 +384,9 @@ def main(argv=None):
     curves[name]["0"] = scores["No pre-training"][tasks[0]]
   report = ("## Pre-training ablations (Table 5 shape)\n\n%s\n\n%s\n\n"
             "## Dev accuracy against pre-training steps (Figure 5 shape)\n\n%s\n" % (
-                table(scores, tasks), seeds_line(pretraining, tasks[0]),
+                table(scores, tasks), restarts_line(restarts),
                 curve_table(curves, steps, tasks[0])))
-  summary = dict(tasks=tasks, steps=steps, scores=scores, curves=curves,
+  summary = dict(tasks=tasks, steps=steps, scores=scores, curves=curves, restarts=restarts,
                  pretraining=pretraining, settings=vars(args),
                  minutes=round((time.time() - start) / 60, 1))
   common.write_text(os.path.join(args.output_dir, "ablation.json"),

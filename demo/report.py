@@ -69,8 +69,8 @@ def label_entropy(task_name, data_dir):
 def fine_tuning_stuck(task_name, data_dir, run_dir):
   """(last training loss, label entropy, stuck) of the run_classifier.py run
   in `run_dir`: stuck when the loss ended above STUCK_SHARE of the entropy.
-  At the demo's size some pre-training seeds leave a model that does not
-  fine-tune at all (docs/ablations.md)."""
+  At the demo's size some seeds leave a classifier at the majority class,
+  pre-trained or not (docs/ablations.md)."""
   losses = training_losses(os.path.join(run_dir, "train"))
   if not losses:
     return None, None, False
@@ -115,7 +115,8 @@ def loss_curve(summary_dir, png_file):
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--demo_dir", default="demo_output")
-  parser.add_argument("--seed", type=int, default=12345, help="The pre-training seed.")
+  parser.add_argument("--seed", type=int, default=12345,
+                      help="The seed of the demo's pre-training and fine-tuning.")
   parser.add_argument("--eval_examples", type=int, required=True,
                       help="max_eval_steps * eval_batch_size of the pre-training eval.")
   args = parser.parse_args()
@@ -142,8 +143,8 @@ def main():
   if stuck:
     print("  Fine-tuning learned nothing (training loss %.3f, the labels' entropy %.3f). "
           "With fewer steps, pairs or epochs than the defaults, train longer; otherwise "
-          "some pre-training seeds do that at this size (docs/ablations.md): run make "
-          "demo DEMO_SEED=%d." % (last, entropy, args.seed + 1))
+          "some seeds do that at this size (docs/ablations.md): run make demo "
+          "DEMO_SEED=%d." % (last, entropy, args.seed + 1))
   png = os.path.join(d, "pretraining_loss.png")
   points = loss_curve(os.path.join(d, "pretraining_output", "train"), png)
   if points:

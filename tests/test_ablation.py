@@ -72,7 +72,7 @@ class _FakeRunner(object):
 
   def __init__(self, stuck=()):
     self.commands = []
-    self.stuck = stuck  # Pre-training runs whose fine-tuning learns nothing.
+    self.stuck = stuck  # (fine-tuning directory, seed) of the runs that learn nothing.
 
   def __call__(self, args, log_path):
     self.commands.append(args)
@@ -88,9 +88,8 @@ class _FakeRunner(object):
           "eval_accuracy": 0.5 + 0.01 * len(self.commands)}
       with open(os.path.join(out, "eval_results.txt"), "w") as f:
         f.writelines("%s = %s\n" % kv for kv in results.items())
-      start = [a for a in args if a.startswith("--init_checkpoint=")]
-      if start:  # The training loss summaries: 0.7 is ln(2) and a bit.
-        stuck = os.path.basename(os.path.dirname(start[0])) in self.stuck
+      if args[0] == "run_classifier.py":  # Training loss summaries; ln(2) is 0.693.
+        stuck = (os.path.basename(out), _flag(args, "seed")) in self.stuck
         with tf.summary.create_file_writer(os.path.join(out, "train")).as_default(step=10):
           tf.summary.scalar("loss", 0.7 if stuck else 0.3)
     return 0.0
@@ -144,39 +143,46 @@ def test_plan_and_report_with_a_fake_runner(tmp_path, monkeypatch):
     assert json.load(f)["scores"] == summary["scores"]
 
 
-def test_a_pretraining_run_that_does_not_fine_tune_is_replaced(tmp_path, monkeypatch):
-  """A pre-training run whose fine-tuning on the first task ends at the
-  labels' entropy is pre-trained again with the next seed; the rows use the
-  run kept, and the report says which seeds were replaced."""
-  runner = _FakeRunner(stuck={"mlm_nsp", "mlm_nsp_seed12346"})
+def test_a_fine_tuning_run_that_learns_nothing_is_run_again(tmp_path, monkeypatch):
+  """A fine-tuning run whose training loss ends at the labels' entropy is
+  run again with the next seed, for any model; the last run counts and the
+  report names the runs repeated."""
+  runner = _FakeRunner(stuck={("mlm_nsp_8", "12345"), ("mlm_nsp_8_seed12346", "12346"),
+                              ("none", "12345")})
   monkeypatch.setattr(ablation, "run_command", runner)
   out = tmp_path / "ablation"
   ablation.main(["--output_dir=%s" % out, "--pretrain_steps=8", "--curve_points=1",
-                 "--max_train_examples=40", "--objectives=mlm_nsp,mlm"])
-  pretraining = [(os.path.relpath(_flag(c, "output_dir"), out), _flag(c, "seed"))
-                 for c in runner.commands if c[0] == "run_pretraining.py"]
-  assert pretraining == [("pretraining/mlm_nsp", "12345"),
-                         ("pretraining/mlm_nsp_seed12346", "12346"),
-                         ("pretraining/mlm_nsp_seed12347", "12347"), ("pretraining/mlm", "12345")]
-  starts = [os.path.relpath(_flag(c, "init_checkpoint"), out) for c in runner.commands
-            if c[0] == "run_classifier.py" and any(a.startswith("--init_checkpoint=") for a in c)]
-  assert starts == ["pretraining/mlm_nsp/ckpt-8", "pretraining/mlm_nsp_seed12346/ckpt-8",
-                    "pretraining/mlm_nsp_seed12347/ckpt-8", "pretraining/mlm/ckpt-8"]
+                 "--max_train_examples=40", "--objectives=mlm_nsp"])
+  classifier_runs = [c for c in runner.commands if c[0] == "run_classifier.py"]
+  runs = [(os.path.relpath(_flag(c, "output_dir"), out), _flag(c, "seed"))
+          for c in classifier_runs]
+  assert runs == [("fine_tuning/pairs/mlm_nsp_8", "12345"),
+                  ("fine_tuning/pairs/mlm_nsp_8_seed12346", "12346"),
+                  ("fine_tuning/pairs/mlm_nsp_8_seed12347", "12347"),
+                  ("fine_tuning/pairs/none", "12345"),
+                  ("fine_tuning/pairs/none_seed12346", "12346")]
+  # Every restart starts from the same pre-trained checkpoint.
+  assert {_flag(c, "init_checkpoint") for c in classifier_runs[:3]} == {
+      str(out / "pretraining" / "mlm_nsp" / "ckpt-8")}
   with open(out / "ablation.json") as f:
     summary = json.load(f)
-  attempts = summary["pretraining"]["BERT (MLM + NSP)"]["attempts"]
+  # The fake's accuracy says which command wrote it: 0.5 + 0.01 x its rank.
+  rank = lambda run: 1 + next(i for i, c in enumerate(runner.commands) if c[0] ==
+                              "run_classifier.py" and _flag(c, "output_dir") == str(out / run))
+  assert summary["scores"]["BERT (MLM + NSP)"]["pairs"] == pytest.approx(
+      0.5 + 0.01 * rank("fine_tuning/pairs/mlm_nsp_8_seed12347"))
+  assert summary["scores"]["No pre-training"]["pairs"] == pytest.approx(
+      0.5 + 0.01 * rank("fine_tuning/pairs/none_seed12346"))
   entropy = demo_report.label_entropy("MRPC", str(out / "pairs"))
   assert 0.6 < entropy <= np.log(2) + 1e-9
-  assert [(a["seed"], a["stuck"]) for a in attempts] == [
-      (12345, True), (12346, True), (12347, False)]
-  assert attempts[0]["fine_tuning_loss"] == pytest.approx(0.7)
-  assert attempts[0]["label_entropy"] == pytest.approx(entropy)
-  # The row is the kept run's fine-tuning (the fourth classifier run).
-  assert summary["scores"]["BERT (MLM + NSP)"]["pairs"] == pytest.approx(
-      0.5 + 0.01 * (runner.commands.index([c for c in runner.commands
-                                           if c[0] == "run_classifier.py"][2]) + 1))
-  assert "BERT (MLM + NSP): seed 12347 (after seed 12345: loss 0.700 against entropy" in (
-      out / "ablation.md").read_text()
+  report = (out / "ablation.md").read_text()
+  assert ("BERT (MLM + NSP) at step 8 on pairs, after seed 12345 (training loss 0.700, "
+          "entropy %.3f), seed 12346 (training loss 0.700" % entropy) in report
+  assert "No pre-training on pairs, after seed 12345 (training loss 0.700" in report
+  before = len(runner.commands)
+  ablation.main(["--output_dir=%s" % out, "--pretrain_steps=8", "--curve_points=1",
+                 "--max_train_examples=40", "--objectives=mlm_nsp"])
+  assert len(runner.commands) == before  # Everything done, restarts included.
 
 
 def test_one_tiny_real_run(tmp_path):
@@ -191,7 +197,7 @@ def test_one_tiny_real_run(tmp_path):
              "--corpus=%s" % corpus, "--vocab_size=600", "--pretrain_steps=4",
              "--curve_points=1", "--max_train_examples=64", "--dupe_factor=1",
              "--num_train_epochs=1", "--train_batch_size=16", "--objectives=ltr",
-             "--pretrain_restarts=0"]
+             "--fine_tune_restarts=0"]
   result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   with open(out / "ablation.json") as f:
@@ -202,12 +208,12 @@ def test_one_tiny_real_run(tmp_path):
     written = ablation.read_results(str(out / "fine_tuning" / "pairs" / run / "eval_results.txt"))
     assert summary["scores"][name]["pairs"] == written["eval_accuracy"]
   assert "next_sentence_accuracy" not in summary["pretraining"]["LTR & No NSP"]
-  # The restart check read the fine-tuning run's last logged training loss.
-  (attempt,) = summary["pretraining"]["LTR & No NSP"]["attempts"]
+  # The stuck check read each fine-tuning run's last logged training loss.
   with open(out / "fine_tuning" / "pairs" / "ltr_4" / "run.log") as f:
-    logged = re.findall(r"mean of the last \d+ steps ([0-9.]+)", f.read())
-  assert attempt["seed"] == 12345 and attempt["fine_tuning_loss"] == pytest.approx(
-      float(logged[-1]), abs=1e-6)
+    logged = float(re.findall(r"mean of the last \d+ steps ([0-9.]+)", f.read())[-1])
+  last, _, _ = demo_report.fine_tuning_stuck("MRPC", str(out / "pairs"),
+                                             str(out / "fine_tuning" / "pairs" / "ltr_4"))
+  assert last == pytest.approx(logged, abs=1e-6)
   assert not (out / "pretraining" / "mlm_nsp").exists()
   for log in ("pretraining/ltr/run.log", "fine_tuning/pairs/ltr_4/run.log"):
     with open(out / log) as f:

@@ -176,11 +176,11 @@ class ExampleSpec(object):
   def columns_of(self, rows):
     """(ints, floats) from a list of {name: value or values} dicts."""
     ints, floats = self.empty_columns(len(rows))
-    for i, row in enumerate(rows):
-      for name, columns in self.int_columns.items():
-        ints[i, columns] = np.ravel(row[name])
-      for name, columns in self.float_columns.items():
-        floats[i, columns] = np.ravel(row[name])
+    if rows:
+      for array, columns_by_name in ((ints, self.int_columns), (floats, self.float_columns)):
+        for name, columns in columns_by_name.items():
+          values = np.asarray([row[name] for row in rows], array.dtype)
+          array[:, columns] = values.reshape(len(rows), -1)
     return ints, floats
 
   def encode(self, rows):

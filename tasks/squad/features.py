@@ -8,8 +8,8 @@ records, in the canonical (sorted-map) serialisation; `read_features` reads
 them back for tf.data.
 
 Faster, same output: each document is tokenized once (not once per question)
-and each distinct word once, every token's "max context" window is found in
-one pass, and features are streamed to `output_fn` rather than kept.
+by the tokenizer's compiled bulk path, every token's "max context" window is
+found in one pass, and features are streamed to `output_fn` rather than kept.
 """
 
 from absl import logging
@@ -20,6 +20,7 @@ from plumbing import tf_example
 from plumbing import tfrecord
 
 FIRST_UNIQUE_ID = 1000000000
+_QUESTION_BATCH = 4096
 
 
 class InputFeatures(object):
@@ -44,44 +45,46 @@ class InputFeatures(object):
 
 
 class _DocumentTokenizer(object):
-  """WordPiece tokens of document words, each distinct word tokenized once.
+  """WordPiece tokens of documents, each document tokenized once.
 
   Questions about the same paragraph share its word list, so the last
-  document's result is kept too.
+  document's result is kept. A document's words go through the tokenizer's
+  bulk path in one call (each word as a text of its own, as the original
+  tokenizes them one by one), and the maps between words and tokens come
+  from its row splits.
   """
 
-  def __init__(self, tokenizer, max_words=1000000):
+  def __init__(self, tokenizer):
     self._tokenizer = tokenizer
-    self._words = {}
-    self._max_words = max_words
+    self._token_of_id = None
     self._last_doc = None
     self._last_result = None
     self._windows = {}
 
-  def word(self, word):
-    """(tokens, ids) of one document word."""
-    cached = self._words.get(word)
-    if cached is None:
-      if len(self._words) >= self._max_words:
-        self._words.clear()
-      tokens = self._tokenizer.tokenize(word)
-      cached = (tokens, self._tokenizer.convert_tokens_to_ids(tokens))
-      self._words[word] = cached
-    return cached
+  def _tokens_of(self, ids):
+    if self._token_of_id is None:
+      inv_vocab = self._tokenizer.inv_vocab
+      table = np.empty(max(inv_vocab, default=-1) + 1, object)
+      for i, token in inv_vocab.items():
+        table[i] = token
+      self._token_of_id = table
+    return self._token_of_id[ids].tolist()
+
+  def texts(self, texts):
+    """[(tokens, ids)] of each text."""
+    ids, splits = self._tokenizer.tokenize_to_ids_batch(texts)
+    tokens, ids = self._tokens_of(ids), ids.tolist()
+    return [(tokens[a:b], ids[a:b]) for a, b in zip(splits[:-1], splits[1:])]
 
   def document(self, doc_tokens):
     """(all tokens, their ids, token -> word index, word -> first token index)."""
     if doc_tokens is self._last_doc:
       return self._last_result
-    all_tokens, all_ids, tok_to_orig, orig_to_tok = [], [], [], []
-    for i, word in enumerate(doc_tokens):
-      tokens, ids = self.word(word)
-      orig_to_tok.append(len(all_tokens))
-      all_tokens.extend(tokens)
-      all_ids.extend(ids)
-      tok_to_orig.extend([i] * len(tokens))
+    ids, splits = self._tokenizer.tokenize_to_ids_batch(doc_tokens)
+    tok_to_orig = np.repeat(np.arange(len(doc_tokens)), np.diff(splits)).tolist()
     self._last_doc = doc_tokens
-    self._last_result = (all_tokens, all_ids, tok_to_orig, orig_to_tok)
+    self._last_result = (self._tokens_of(ids), ids.tolist(), tok_to_orig,
+                         splits[:-1].tolist())
     self._windows = {}
     return self._last_result
 
@@ -193,8 +196,11 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
   cls_id, sep_id = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
   unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):
-    query_tokens = tokenizer.tokenize(example.question_text)[:max_query_length]
-    query_ids = tokenizer.convert_tokens_to_ids(query_tokens)
+    if example_index % _QUESTION_BATCH == 0:  # The next questions, in one call.
+      questions = documents.texts([e.question_text for e in
+                                   examples[example_index:example_index + _QUESTION_BATCH]])
+    query_tokens, query_ids = questions[example_index % _QUESTION_BATCH]
+    query_tokens, query_ids = query_tokens[:max_query_length], query_ids[:max_query_length]
     doc = documents.document(example.doc_tokens)
     all_tokens, all_ids, _, _ = doc
     if is_training:

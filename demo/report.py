@@ -15,6 +15,7 @@ import collections
 import glob
 import math
 import os
+import sys
 
 from data_prep import tokenization
 from plumbing import files
@@ -112,15 +113,33 @@ def loss_curve(summary_dir, png_file):
   return [(s, points[s]) for s in steps]
 
 
+def check_fine_tuning(demo_dir):
+  """3 (and a line saying so) if the demo's fine-tuning learned nothing, else 0."""
+  last, entropy, stuck = fine_tuning_stuck("MRPC", os.path.join(demo_dir, "pairs"),
+                                           os.path.join(demo_dir, "classifier_output"))
+  if not stuck:
+    return 0
+  print("  Fine-tuning learned nothing: training loss %.3f, the labels' entropy %.3f "
+        "(at this size some seeds stay at the majority class, pre-trained or not)." % (
+            last, entropy))
+  return 3
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--demo_dir", default="demo_output")
-  parser.add_argument("--seed", type=int, default=12345,
-                      help="The seed of the demo's pre-training and fine-tuning.")
-  parser.add_argument("--eval_examples", type=int, required=True,
+  parser.add_argument("--eval_examples", type=int,
                       help="max_eval_steps * eval_batch_size of the pre-training eval.")
+  parser.add_argument("--check_fine_tuning", action="store_true",
+                      help="Only say whether the fine-tuning run learned anything; exit "
+                           "status 3 if it did not (make demo then runs it again with the "
+                           "next seed).")
   args = parser.parse_args()
   d = args.demo_dir
+  if args.check_fine_tuning:
+    return check_fine_tuning(d)
+  if args.eval_examples is None:
+    parser.error("--eval_examples is required.")
   vocab = tokenization.load_vocab(os.path.join(d, "vocab.txt"))
   token_of = {i: t for t, i in vocab.items()}
   pretraining = _results(os.path.join(d, "pretraining_output", "eval_results.txt"))
@@ -138,13 +157,9 @@ def main():
   print("Fine-tuning on the bundled pair task (is B a shortened copy of A?), dev set:")
   print("  accuracy                %.3f   (always answering %r: %.3f)" % (
       float(classifier["eval_accuracy"]), label, share))
-  last, entropy, stuck = fine_tuning_stuck("MRPC", os.path.join(d, "pairs"),
-                                           os.path.join(d, "classifier_output"))
-  if stuck:
-    print("  Fine-tuning learned nothing (training loss %.3f, the labels' entropy %.3f). "
-          "With fewer steps, pairs or epochs than the defaults, train longer; otherwise "
-          "some seeds do that at this size (docs/ablations.md): run make demo "
-          "DEMO_SEED=%d." % (last, entropy, args.seed + 1))
+  if check_fine_tuning(d):
+    print("  With fewer steps, pairs or epochs than the defaults, train longer; otherwise "
+          "try another DEMO_SEED (docs/ablations.md).")
   png = os.path.join(d, "pretraining_loss.png")
   points = loss_curve(os.path.join(d, "pretraining_output", "train"), png)
   if points:
@@ -153,4 +168,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

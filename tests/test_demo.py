@@ -97,3 +97,20 @@ def test_fine_tuning_that_ends_at_the_label_entropy_is_stuck(tmp_path):
         pytest.approx(last), pytest.approx(entropy), stuck)
   assert demo_report.fine_tuning_stuck("MRPC", str(tmp_path), str(tmp_path / "none")) == (
       None, None, False)
+
+
+def test_check_fine_tuning_exits_3_when_the_demo_learned_nothing(tmp_path, capsys):
+  pairs = tmp_path / "pairs"
+  pairs.mkdir()
+  (pairs / "train.tsv").write_text(
+      "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\ta\tb\tx\ty\n0\ta\tb\tx\ty\n",
+      encoding="utf-8")  # Entropy ln 2 = 0.693.
+  for loss, status in ((0.69, 3), (0.5, 0)):
+    summaries = tmp_path / "classifier_output" / "train"
+    if summaries.exists():
+      for f in summaries.iterdir():
+        f.unlink()
+    with tf.summary.create_file_writer(str(summaries)).as_default():
+      tf.summary.scalar("loss", loss, step=100)
+    assert demo_report.check_fine_tuning(str(tmp_path)) == status
+  assert "training loss 0.690, the labels' entropy 0.693" in capsys.readouterr().out

@@ -110,12 +110,18 @@ def write_records(examples, tokenizer, max_seq_length, output_file):
   with tfrecord.atomic_writers([output_file]) as (writer,):
     for start in range(0, len(examples), _RECORD_BATCH):
       logging.info("Writing example %d of %d", start, len(examples))
-      rows = []
-      for example in examples[start:start + _RECORD_BATCH]:
-        ids, masks, segments = choice_features(example, tokenizer, max_seq_length)
-        rows.append({"input_ids": ids, "input_mask": masks, "segment_ids": segments,
-                     "label_ids": example.label or 0, "is_real_example": 1})
-      writer.write_batch(*spec.encode_batch(*spec.columns_of(rows)))
+      chunk = examples[start:start + _RECORD_BATCH]
+      sequences = classifier_features.pack_batch(
+          tokenizer, [e.context for e in chunk for _ in e.endings],
+          [e.start_ending + " " + ending for e in chunk for ending in e.endings],
+          max_seq_length)
+      ints, floats = spec.empty_columns(len(chunk))
+      for name, values in zip(("input_ids", "input_mask", "segment_ids"), sequences):
+        ints[:, spec.int_columns[name]] = values.reshape(len(chunk), -1)
+      ints[:, spec.int_columns["label_ids"]] = np.reshape([e.label or 0 for e in chunk],
+                                                          (-1, 1))
+      ints[:, spec.int_columns["is_real_example"]] = 1
+      writer.write_batch(*spec.encode_batch(ints, floats))
 
 
 def read_records(input_file, seq_length, is_training=False, seed=0, input_context=None):

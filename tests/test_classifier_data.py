@@ -165,6 +165,59 @@ def test_features_are_the_original_packing(tokenizer):
   assert (padding.input_ids, padding.label_id, padding.is_real_example) == ([0] * 4, 0, False)
 
 
+def test_batch_packing_is_the_original_packing(tokenizer):
+  """pack_batch (the record writers' path) against convert_single_example,
+  whose records match the original's (test_run_classifier.py): the cases
+  above, then whole real GLUE files at two lengths."""
+  def batch_tokens(text_a, text_b, max_seq_length):
+    ids, mask, segments = classifier_features.pack_batch(tokenizer, [text_a], [text_b],
+                                                         max_seq_length)
+    return tokenizer.convert_ids_to_tokens(ids[0][:mask[0].sum()].tolist()), segments[0]
+  assert batch_tokens("a b c d e f g h", "x y z", 9)[0] == [
+      "[CLS]", "a", "b", "c", "[SEP]", "x", "y", "z", "[SEP]"]
+  assert batch_tokens("a b c d", "w x y z", 8)[0] == [
+      "[CLS]", "a", "b", "c", "[SEP]", "w", "x", "[SEP]"]
+  assert batch_tokens("a b", "", 8)[0] == ["[CLS]", "a", "b", "[SEP]"]
+  assert batch_tokens("a b", " \t", 8)[0] == ["[CLS]", "a", "b", "[SEP]"]  # No tokens in B.
+  assert batch_tokens("a b c d e f g h", None, 6)[0] == ["[CLS]", "a", "b", "c", "d", "[SEP]"]
+  assert batch_tokens("", None, 6)[0] == ["[CLS]", "[SEP]"]
+  assert batch_tokens("a", "b", 8)[1].tolist() == [0, 0, 0, 1, 1, 0, 0, 0]
+  for task, split in (("RTE", "train"), ("MRPC", "dev"), ("CoLA", "dev"), ("STS-B", "dev")):
+    processor = glue.get_processor(task)
+    examples = getattr(processor, "get_%s_examples" % split)(_glue(task))
+    for max_seq_length in (24, 128):
+      ids, mask, segments = classifier_features.pack_batch(
+          tokenizer, [e.text_a for e in examples], [e.text_b for e in examples],
+          max_seq_length)
+      expected = [classifier_features.convert_single_example(
+          i + 5, e, processor.get_labels(), max_seq_length, tokenizer)
+                  for i, e in enumerate(examples)]
+      assert ids.tolist() == [f.input_ids for f in expected], (task, max_seq_length)
+      assert mask.tolist() == [f.input_mask for f in expected]
+      assert segments.tolist() == [f.segment_ids for f in expected]
+
+
+def test_written_records_hold_each_examples_features(tmp_path, tokenizer):
+  """The writer's records, a padding example and a regression task included,
+  decode to convert_single_example's features."""
+  for task, labels in (("STS-B", [None]), ("MRPC", ["0", "1"])):
+    examples = glue.get_processor(task).get_dev_examples(_glue(task))[:9]
+    examples.insert(4, classifier_features.PaddingInputExample())
+    path = str(tmp_path / (task + ".tf_record"))
+    classifier_features.file_based_convert_examples_to_features(examples, labels, 40,
+                                                                tokenizer, path)
+    decoded = list(classifier_features.read_records(path, 40, labels == [None]).as_numpy_iterator())
+    expected = [classifier_features.convert_single_example(i, e, labels, 40, tokenizer)
+                for i, e in enumerate(examples)]
+    assert len(decoded) == len(expected) == 10
+    for got, want in zip(decoded, expected):
+      assert got["input_ids"].tolist() == want.input_ids
+      assert got["input_mask"].tolist() == want.input_mask
+      assert got["segment_ids"].tolist() == want.segment_ids
+      assert got["label_ids"] == pytest.approx(want.label_id)
+      assert got["is_real_example"] == int(want.is_real_example)
+
+
 def test_pair_truncation_in_graph_equals_the_loop():
   for max_length in range(0, 24):
     pairs = [(a, b) for a in range(30) for b in range(30)]

@@ -4,10 +4,14 @@
 `convert_single_example` ([CLS] A [SEP] B [SEP], longest-first truncation,
 zero padding) and `file_based_convert_examples_to_features` keep the
 original `run_classifier.py`'s names and behaviour; the records hold what the
-original wrote. `pack_tokens` is the packing SWAG and extract_features share.
+original wrote. `pack_tokens` is the packing extract_features shares;
+`pack_batch` makes the same features for many examples at once from the
+tokenizer's compiled bulk path (the record writers here and SWAG's).
 """
 
 from absl import logging
+import numba
+import numpy as np
 
 from data_prep import tokenization
 from plumbing.errors import UserError
@@ -108,6 +112,49 @@ def pack_tokens(tokenizer, text_a, text_b, max_seq_length):
   return tokens, segment_ids
 
 
+@numba.njit(cache=True)
+def _pack_rows(flat_a, splits_a, flat_b, splits_b, cls_id, sep_id, ids, mask, segments):
+  """pack_tokens for every row, from token ids: truncation as
+  truncate_seq_pair, one token at a time."""
+  max_seq_length = ids.shape[1]
+  for i in range(ids.shape[0]):
+    len_a = splits_a[i + 1] - splits_a[i]
+    len_b = splits_b[i + 1] - splits_b[i]
+    if len_b:
+      while len_a + len_b > max_seq_length - 3:
+        if len_a > len_b:
+          len_a -= 1
+        else:
+          len_b -= 1
+    else:
+      len_a = min(len_a, max_seq_length - 2)
+    ids[i, 0] = cls_id
+    ids[i, 1:1 + len_a] = flat_a[splits_a[i]:splits_a[i] + len_a]
+    ids[i, 1 + len_a] = sep_id
+    used = 2 + len_a
+    if len_b:
+      ids[i, used:used + len_b] = flat_b[splits_b[i]:splits_b[i] + len_b]
+      ids[i, used + len_b] = sep_id
+      segments[i, used:used + len_b + 1] = 1
+      used += len_b + 1
+    mask[i, :used] = 1
+
+
+def pack_batch(tokenizer, texts_a, texts_b, max_seq_length):
+  """(input_ids, input_mask, segment_ids), int64 [len(texts_a),
+  max_seq_length]: convert_single_example's features of each (A, B) pair
+  (B None or empty: A alone), tokenized in two calls of the bulk path."""
+  flat_a, splits_a = tokenizer.tokenize_to_ids_batch(texts_a)
+  flat_b, splits_b = tokenizer.tokenize_to_ids_batch([t or "" for t in texts_b])
+  shape = (len(texts_a), max_seq_length)
+  ids, mask, segments = (np.zeros(shape, np.int64) for _ in range(3))
+  cls_id, sep_id = tokenizer.convert_tokens_to_ids([tokenization.CLS_TOKEN,
+                                                    tokenization.SEP_TOKEN])
+  _pack_rows(flat_a.astype(np.int64), splits_a, flat_b.astype(np.int64), splits_b, cls_id,
+             sep_id, ids, mask, segments)
+  return ids, mask, segments
+
+
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):
   """Packs an example as [CLS] A [SEP] (B [SEP]), zero-padded to max_seq_length.
 
@@ -184,11 +231,33 @@ def write_feature_records(examples, spec, convert, output_file):
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length,
                                             tokenizer, output_file):
-  """Writes one record per example to `output_file` (atomically)."""
-  write_feature_records(
-      examples, example_spec(max_seq_length, label_list == [None]),
-      lambda i, e: convert_single_example(i, e, label_list, max_seq_length, tokenizer),
-      output_file)
+  """Writes one record per example to `output_file` (atomically): what
+  convert_single_example gives, made by pack_batch a few thousand at a time."""
+  is_regression = label_list == [None]
+  spec = example_spec(max_seq_length, is_regression)
+  label_map = label_map_of(label_list)
+  with tfrecord.atomic_writers([output_file]) as (writer,):
+    for start in range(0, len(examples), _RECORD_BATCH):
+      logging.info("Writing example %d of %d", start, len(examples))
+      chunk = examples[start:start + _RECORD_BATCH]
+      for ex_index in range(start, min(start + len(chunk), 5)):  # The original's log.
+        convert_single_example(ex_index, examples[ex_index], label_list, max_seq_length,
+                               tokenizer)
+      real = np.array([not isinstance(e, PaddingInputExample) for e in chunk])
+      texts = [(e.text_a, e.text_b) if r else ("", None) for e, r in zip(chunk, real)]
+      sequences = pack_batch(tokenizer, [a for a, _ in texts], [b for _, b in texts],
+                             max_seq_length)
+      ints, floats = spec.empty_columns(len(chunk))
+      for name, values in zip(("input_ids", "input_mask", "segment_ids"), sequences):
+        ints[:, spec.int_columns[name]] = values * real[:, None]
+      labels = np.reshape([_label_id(e, label_map, is_regression) if r else 0
+                           for e, r in zip(chunk, real)], (-1, 1))
+      if is_regression:
+        floats[:, spec.float_columns["label_ids"]] = labels
+      else:
+        ints[:, spec.int_columns["label_ids"]] = labels
+      ints[:, spec.int_columns["is_real_example"]] = real[:, None]
+      writer.write_batch(*spec.encode_batch(ints, floats))
 
 
 def read_records(input_file, seq_length, is_regression=False, is_training=False, seed=0,

@@ -81,17 +81,15 @@ def examples_of(data_dir, split):
   return read_swag_examples(os.path.join(data_dir, FILES[split]), split != "test")
 
 
-def choice_features(example, tokenizer, max_seq_length):
-  """input_ids, input_mask, segment_ids: four zero-padded sequences each."""
-  ids, masks, segments = [], [], []
-  for ending in example.endings:
-    tokens, segment_ids = classifier_features.pack_tokens(
-        tokenizer, example.context, example.start_ending + " " + ending, max_seq_length)
-    padding = max_seq_length - len(tokens)
-    ids.append(tokenizer.convert_tokens_to_ids(tokens) + [0] * padding)
-    masks.append([1] * len(tokens) + [0] * padding)
-    segments.append(segment_ids + [0] * padding)
-  return ids, masks, segments
+def choice_features(examples, tokenizer, max_seq_length):
+  """input_ids, input_mask, segment_ids, int64 [len(examples), 4,
+  max_seq_length]: each ending packed as the classifier packs a pair,
+  context then start + " " + ending (classification.features.pack_batch)."""
+  sequences = classifier_features.pack_batch(
+      tokenizer, [e.context for e in examples for _ in e.endings],
+      [e.start_ending + " " + ending for e in examples for ending in e.endings],
+      max_seq_length)
+  return tuple(v.reshape(len(examples), NUM_CHOICES, max_seq_length) for v in sequences)
 
 
 def example_spec(seq_length):
@@ -111,10 +109,7 @@ def write_records(examples, tokenizer, max_seq_length, output_file):
     for start in range(0, len(examples), _RECORD_BATCH):
       logging.info("Writing example %d of %d", start, len(examples))
       chunk = examples[start:start + _RECORD_BATCH]
-      sequences = classifier_features.pack_batch(
-          tokenizer, [e.context for e in chunk for _ in e.endings],
-          [e.start_ending + " " + ending for e in chunk for ending in e.endings],
-          max_seq_length)
+      sequences = choice_features(chunk, tokenizer, max_seq_length)
       ints, floats = spec.empty_columns(len(chunk))
       for name, values in zip(("input_ids", "input_mask", "segment_ids"), sequences):
         ints[:, spec.int_columns[name]] = values.reshape(len(chunk), -1)

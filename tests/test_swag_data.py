@@ -8,6 +8,7 @@ from conftest import data_file, shared_path
 from data_prep import tokenization
 from plumbing.errors import UserError
 from tasks import swag
+from tasks.classification import features as classifier_features
 
 # The published files start with an unnamed index column.
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
@@ -68,7 +69,7 @@ def test_four_sequences_by_hand(tmp_path, tokenizer):
   example = swag.read_swag_examples(
       _write(tmp_path / "val.csv", [HEADER] + ROWS), True)[0]
   vocab = tokenization.load_vocab(data_file("vocab/bert_uncased_vocab.txt"))
-  ids, masks, segments = swag.choice_features(example, tokenizer, 16)
+  ids, masks, segments = (v[0].tolist() for v in swag.choice_features([example], tokenizer, 16))
   context = ["[CLS]", "the", "man", "sits", "down", ".", "[SEP]"]
   expected = [context + ["he", "smiles", ".", "[SEP]"],
               context + ["he", "flies", "away", ",", "fast", ".", "[SEP]"],
@@ -80,7 +81,7 @@ def test_four_sequences_by_hand(tmp_path, tokenizer):
     assert segments[i] == [0] * 7 + [1] * (len(tokens) - 7) + [0] * (16 - len(tokens))
   # Sequence 10 leaves 7 pieces for the pair (5 + 6): one at a time from the
   # end of the longer, B on ties: B, B, A, B.
-  ids, _, segments = swag.choice_features(example, tokenizer, 10)
+  ids, _, segments = (v[0].tolist() for v in swag.choice_features([example], tokenizer, 10))
   assert ids[1] == [vocab[t] for t in ["[CLS]", "the", "man", "sits", "down", "[SEP]",
                                        "he", "flies", "away", "[SEP]"]]
   assert segments[1] == [0] * 6 + [1] * 4
@@ -94,10 +95,14 @@ def test_records_round_trip(tmp_path, tokenizer):
   records = list(swag.read_records(path, 12).as_numpy_iterator())
   assert len(records) == 2
   for record, example in zip(records, examples):
-    ids, masks, segments = swag.choice_features(example, tokenizer, 12)
     assert record["input_ids"].shape == (4, 12)
-    np.testing.assert_array_equal(record["input_ids"], ids)
-    np.testing.assert_array_equal(record["input_mask"], masks)
-    np.testing.assert_array_equal(record["segment_ids"], segments)
+    for choice, ending in enumerate(example.endings):  # The one-example packing.
+      tokens, segments = classifier_features.pack_tokens(
+          tokenizer, example.context, example.start_ending + " " + ending, 12)
+      padding = [0] * (12 - len(tokens))
+      assert record["input_ids"][choice].tolist() == tokenizer.convert_tokens_to_ids(
+          tokens) + padding
+      assert record["input_mask"][choice].tolist() == [1] * len(tokens) + padding
+      assert record["segment_ids"][choice].tolist() == segments + padding
     assert record["label_ids"] == example.label
     assert record["is_real_example"] == 1

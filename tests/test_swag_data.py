@@ -1,7 +1,6 @@
 """SWAG files and features (tasks/swag.py), on files in the published
 format written here (the data cannot be downloaded) and hand-made tokens."""
 
-import numpy as np
 import pytest
 
 from conftest import data_file, shared_path

@@ -3,7 +3,7 @@ format written here (the data cannot be downloaded) and hand-made tokens."""
 
 import pytest
 
-from conftest import data_file, shared_path
+from conftest import data_file
 from data_prep import tokenization
 from plumbing.errors import UserError
 from tasks import swag

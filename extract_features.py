@@ -83,8 +83,8 @@ def _feature_stream(tokenizer, pending, num_lines, global_batch):
   """Model inputs line by line (each line's feature is queued in `pending`
   for the writer), then zero rows to fill the last batch."""
   seq = FLAGS.max_seq_length
-  for example in feature_extraction.read_examples(FLAGS.input_file):
-    feature = feature_extraction.convert_example(example, seq, tokenizer)
+  for feature in feature_extraction.convert_examples(
+      feature_extraction.read_examples(FLAGS.input_file), seq, tokenizer):
     pending.append(feature)
     yield {"input_ids": feature.input_ids, "input_mask": feature.input_mask,
            "segment_ids": feature.input_type_ids}

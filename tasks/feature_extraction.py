@@ -20,6 +20,7 @@ one per token: JSON lines {"linex_index", "pooling", "layers"}, npz `values`
 """
 
 import collections
+import itertools
 import json
 import os
 import re
@@ -99,13 +100,21 @@ def read_examples(input_file):
     yield _example(input_file, number, raw)
 
 
-def convert_example(example, seq_length, tokenizer):
-  tokens, type_ids = classifier_features.pack_tokens(tokenizer, example.text_a,
-                                                     example.text_b, seq_length)
-  input_ids = tokenizer.convert_tokens_to_ids(tokens)
-  padding = seq_length - len(input_ids)
-  return InputFeatures(example.unique_id, tokens, input_ids + [0] * padding,
-                       [1] * len(input_ids) + [0] * padding, type_ids + [0] * padding)
+def convert_examples(examples, seq_length, tokenizer, chunk=1024):
+  """InputFeatures of each example, in order, packed as the classifier packs
+  text (classification.features.pack_batch) `chunk` lines at a time; the
+  tokens are the strings of their ids."""
+  examples = iter(examples)
+  while True:
+    batch = list(itertools.islice(examples, chunk))
+    if not batch:
+      return
+    ids, mask, type_ids = classifier_features.pack_batch(
+        tokenizer, [e.text_a for e in batch], [e.text_b for e in batch], seq_length)
+    for example, row_ids, row_mask, row_types in zip(batch, ids.tolist(), mask.tolist(),
+                                                      type_ids.tolist()):
+      tokens = tokenizer.convert_ids_to_tokens(row_ids[:sum(row_mask)])
+      yield InputFeatures(example.unique_id, tokens, row_ids, row_mask, row_types)
 
 
 # ----------------------------------------------------------------------------

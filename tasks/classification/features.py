@@ -4,9 +4,9 @@
 `convert_single_example` ([CLS] A [SEP] B [SEP], longest-first truncation,
 zero padding) and `file_based_convert_examples_to_features` keep the
 original `run_classifier.py`'s names and behaviour; the records hold what the
-original wrote. `pack_tokens` is the packing extract_features shares;
-`pack_batch` makes the same features for many examples at once from the
-tokenizer's compiled bulk path (the record writers here and SWAG's).
+original wrote. `pack_tokens` packs one example; `pack_batch` makes the
+same features for many examples at once from the tokenizer's compiled bulk
+path (the record writers here and SWAG's, and extract_features).
 """
 
 from absl import logging

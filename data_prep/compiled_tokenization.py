@@ -24,7 +24,9 @@ code point by construction:
               [UNK].
 
 The kernel runs without the GIL, so `tokenize_to_ids_batch(..., num_threads)`
-splits a large batch over threads.
+splits a large batch over threads. `basic_tokens_text` stops before
+WordPiece and gives the basic tokens themselves (what vocab/learn_vocab.py
+counts).
 """
 
 import concurrent.futures
@@ -368,12 +370,24 @@ def _wordpiece(piece, a, b, trie, unk_id, max_chars, out, n_out):
   return n_out
 
 
+@_kernel(cache=True)
+def _emit_piece(piece, a, b, out, n_out):
+  """Appends the code points of piece[a:b] and a space to out[n_out:]."""
+  for t in range(a, b):
+    out[n_out] = piece[t]
+    n_out += 1
+  out[n_out] = 32
+  return n_out + 1
+
+
 @_kernel(nogil=True, cache=True)
 def _tokenize(cps, starts, do_lower_case, flags, lower_index, lower_offsets, lower_data,
               nfd_index, nfd_offsets, nfd_data, combining_class, trie, unk_id, max_chars,
-              growth, out, row_lengths, word, lowered, pieces):
+              growth, out, row_lengths, word, lowered, pieces, emit_pieces):
   """Ids of texts cps[starts[i]:starts[i + 1]] into out; row_lengths[i] their
-  count. Returns the number of ids, or -1 if `out` is too small."""
+  count. Returns the number of ids, or -1 if `out` is too small. With
+  `emit_pieces`, out gets instead the code points of each basic token (what
+  WordPiece would be applied to), each followed by a space."""
   n_out = 0
   for row in range(len(starts) - 1):
     row_start = n_out
@@ -410,7 +424,7 @@ def _tokenize(cps, starts, do_lower_case, flags, lower_index, lower_offsets, low
         if i >= end:
           break
         continue
-      if len(out) - n_out < growth * n + 8:
+      if len(out) - n_out < (2 if emit_pieces else 1) * growth * n + 8:
         return -1
       # Lower-case and strip accents into `pieces`, then split and look up.
       if do_lower_case and seen < 128:  # ASCII: A-Z only, nothing to strip.
@@ -492,9 +506,15 @@ def _tokenize(cps, starts, do_lower_case, flags, lower_index, lower_offsets, low
           boundary = (f & (_PUNCT | _SPLIT)) != 0
         if boundary:
           if k > a:
-            n_out = _wordpiece(pieces, a, k, trie, unk_id, max_chars, out, n_out)
+            if emit_pieces:
+              n_out = _emit_piece(pieces, a, k, out, n_out)
+            else:
+              n_out = _wordpiece(pieces, a, k, trie, unk_id, max_chars, out, n_out)
           if f & _PUNCT:
-            n_out = _wordpiece(pieces, k, k + 1, trie, unk_id, max_chars, out, n_out)
+            if emit_pieces:
+              n_out = _emit_piece(pieces, k, k + 1, out, n_out)
+            else:
+              n_out = _wordpiece(pieces, k, k + 1, trie, unk_id, max_chars, out, n_out)
           a = k + 1
     row_lengths[row] = n_out - row_start
   return n_out
@@ -510,7 +530,7 @@ class CompiledTokenizer(object):
     self.unk_id = vocab[unk_token]
     self.max_chars = max_input_chars_per_word
 
-  def _run(self, cps, starts):
+  def _run(self, cps, starts, emit_pieces=False):
     t, trie = self.tables, self.trie
     row_lengths = np.zeros(len(starts) - 1, np.int64)
     capacity = 2 * len(cps) + 64
@@ -524,19 +544,23 @@ class CompiledTokenizer(object):
                         t.lower_offsets, t.lower_data, t.nfd_index, t.nfd_offsets,
                         t.nfd_data, t.combining_class, trie.arrays, self.unk_id,
                         self.max_chars, t.growth, out, row_lengths, word, lowered,
-                        pieces)
+                        pieces, emit_pieces)
       if count >= 0:
         return out[:count], row_lengths
       capacity *= 4
+
+  def basic_tokens_text(self, texts):
+    """BasicTokenizer's tokens of every text (before WordPiece), in order, in
+    one string, each followed by a space (a token holds no whitespace)."""
+    cps, starts = _code_points(texts)
+    flat, _ = self._run(cps, starts, emit_pieces=True)
+    return flat.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
 
   def tokenize_to_ids_batch(self, texts, num_threads=1):
     """(flat int32 ids, int64 row splits) for `texts` (str). With
     `num_threads` > 1, a batch of more than _MIN_PER_THREAD code points per
     thread is split over threads (the kernel runs without the GIL)."""
-    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
-    starts = np.zeros(len(texts) + 1, np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    cps = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), np.uint32)
+    cps, starts = _code_points(texts)
     num_threads = int(min(num_threads, len(cps) // _MIN_PER_THREAD, len(texts)))
     if num_threads <= 1:
       flat, row_lengths = self._run(cps, starts)
@@ -551,6 +575,20 @@ class CompiledTokenizer(object):
     splits = np.zeros(len(texts) + 1, np.int64)
     np.cumsum(row_lengths, out=splits[1:])
     return flat, splits
+
+
+def basic_tokenizer(do_lower_case):
+  """A CompiledTokenizer for `basic_tokens_text` alone (it needs no
+  vocabulary: WordPiece never runs)."""
+  return CompiledTokenizer({"[UNK]": 0}, do_lower_case)
+
+
+def _code_points(texts):
+  """(uint32 code points of all texts, int64 start of each text and the end)."""
+  lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+  starts = np.zeros(len(texts) + 1, np.int64)
+  np.cumsum(lengths, out=starts[1:])
+  return np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), np.uint32), starts
 
 
 _MIN_PER_THREAD = 1 << 18  # Smaller batches run faster on one thread.

@@ -4,9 +4,10 @@
       --vocab_size=30000 [--do_lower_case=True] [--algorithm=wordpiece]
 
 The original release shipped vocabularies but no way to make one. Words are
-produced by our own BasicTokenizer, so the vocabulary sees text exactly as the
-tokenizer will later present it (same cleaning, casing, accent stripping,
-punctuation and CJK splitting). Two learners:
+BasicTokenizer's tokens (made by the tokenizer's compiled code, which gives
+the same), so the vocabulary sees text exactly as the tokenizer will later
+present it (same cleaning, casing, accent stripping, punctuation and CJK
+splitting). Two learners:
   wordpiece      tensorflow-text's WordPiece learner on the word counts;
   sentencepiece  a SentencePiece model on the same words, its pieces
                  converted to WordPiece form ("▁x" -> "x", "x" -> "##x").
@@ -22,7 +23,6 @@ the in-memory mode's.
 """
 
 import collections
-import functools
 import logging as py_logging
 import os
 import sys
@@ -36,7 +36,6 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from data_prep import tokenization
 from plumbing import cli
 from plumbing.errors import UserError
 from plumbing import files
@@ -66,45 +65,39 @@ def reserved_tokens(num_unused):
           list(SPECIAL_TOKENS))
 
 
-@functools.lru_cache(maxsize=2)
-def _basic_tokenizer(do_lower_case):
-  """One BasicTokenizer per casing and process (Beam calls the passes below
-  once per file and once per distinct word)."""
-  return tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+_COUNT_BATCH = 10000  # Lines per call of the compiled tokenizer.
 
 
-def _file_word_counts(path, do_lower_case):
-  """One file's (raw word, count) pairs: the first counting pass."""
-  basic = _basic_tokenizer(do_lower_case)
+def _file_token_counts(path, do_lower_case):
+  """One file's (basic token, count) pairs: the tokens BasicTokenizer gives
+  (what WordPiece is applied to), made by the tokenizer's compiled code a
+  batch of lines at a time."""
+  from data_prep import compiled_tokenization  # pylint: disable=g-import-not-at-top
+  basic = compiled_tokenization.basic_tokenizer(do_lower_case)
   counts = collections.Counter()
   start = last_log = time.time()
   size = 0
+  lines = []
   for _, line in text_io.iter_text_lines(path, errors="ignore"):
     size += len(line) + 1
-    counts.update(basic._clean_and_split(line))
-    if time.time() - last_log > 10.0:
-      logging.info("%s: counted %.1f MB (%.1f MB/s).", path, size / 1e6,
-                   size / 1e6 / (time.time() - start))
-      last_log = time.time()
+    lines.append(line)
+    if len(lines) == _COUNT_BATCH:
+      counts.update(basic.basic_tokens_text(lines).split())
+      lines = []
+      if time.time() - last_log > 10.0:
+        logging.info("%s: counted %.1f MB (%.1f MB/s).", path, size / 1e6,
+                     size / 1e6 / (time.time() - start))
+        last_log = time.time()
+  counts.update(basic.basic_tokens_text(lines).split())
   return counts.items()
-
-
-def _split_counts(word_count, do_lower_case):
-  """(raw word, count) -> (basic token, count) pairs: the second pass."""
-  word, count = word_count
-  return [(token, count) for token in _basic_tokenizer(do_lower_case)._split_word(word)]
 
 
 def count_words(input_files, do_lower_case):
   """Counts the basic tokens of the corpus (what WordPiece will be applied to)."""
-  raw_counts = collections.Counter()
-  for path in input_files:
-    raw_counts.update(dict(_file_word_counts(path, do_lower_case)))
-  size = sum(files.file_size(p) for p in input_files)
   counts = collections.Counter()
-  for word_count in raw_counts.items():
-    for token, count in _split_counts(word_count, do_lower_case):
-      counts[token] += count
+  for path in input_files:
+    counts.update(dict(_file_token_counts(path, do_lower_case)))
+  size = sum(files.file_size(p) for p in input_files)
   logging.info("%d distinct words in %.1f MB.", len(counts), size / 1e6)
   return counts
 
@@ -125,9 +118,7 @@ def count_words_beam(input_files, do_lower_case, pipeline_args):
     _ = (pipeline
          | "InputFiles" >> beam.Create(input_files)
          | "OneFilePerWorker" >> beam.Reshuffle()
-         | "CountFile" >> beam.FlatMap(_file_word_counts, do_lower_case)
-         | "SumWords" >> beam.CombinePerKey(sum)
-         | "SplitWords" >> beam.FlatMap(_split_counts, do_lower_case)
+         | "CountFile" >> beam.FlatMap(_file_token_counts, do_lower_case)
          | "SumTokens" >> beam.CombinePerKey(sum)
          | "Format" >> beam.MapTuple(lambda token, count: "%s\t%d" % (token, count))
          | "Write" >> beam.io.WriteToText(os.path.join(counts_dir, "counts")))

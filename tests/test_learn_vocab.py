@@ -70,7 +70,7 @@ def test_compiled_basic_tokens_are_basic_tokenizers(do_lower_case):
 
 
 def test_counts_are_the_basic_tokens_of_every_line(tmp_path):
-  from vocab import learn_vocab
+  from vocab import word_counts
   corpus = tmp_path / "corpus.txt"
   lines = [_block_text(block) for block in (0, 3, 0x30, 0x4E, 0x1F6)] * 3
   lines += ["Héllo, WORLD!! naïve café — ΟΔΟΣ.", "", "  \t ", "東京タワー is tall."] * 4
@@ -80,4 +80,4 @@ def test_counts_are_the_basic_tokens_of_every_line(tmp_path):
     expected = collections.Counter(  # The lines as the counter reads them.
         t for _, line in text_io.iter_text_lines(str(corpus), errors="ignore")
         for t in basic.tokenize(line))
-    assert learn_vocab.count_words([str(corpus)], do_lower_case) == expected
+    assert word_counts.count_words([str(corpus)], do_lower_case) == expected

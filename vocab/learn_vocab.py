@@ -40,6 +40,7 @@ from plumbing import cli
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
+from vocab import word_counts
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Text file(s): comma-separated globs.")
@@ -65,45 +66,8 @@ def reserved_tokens(num_unused):
           list(SPECIAL_TOKENS))
 
 
-_COUNT_BATCH = 10000  # Lines per call of the compiled tokenizer.
-
-
-def _file_token_counts(path, do_lower_case):
-  """One file's (basic token, count) pairs: the tokens BasicTokenizer gives
-  (what WordPiece is applied to), made by the tokenizer's compiled code a
-  batch of lines at a time."""
-  from data_prep import compiled_tokenization  # pylint: disable=g-import-not-at-top
-  basic = compiled_tokenization.basic_tokenizer(do_lower_case)
-  counts = collections.Counter()
-  start = last_log = time.time()
-  size = 0
-  lines = []
-  for _, line in text_io.iter_text_lines(path, errors="ignore"):
-    size += len(line) + 1
-    lines.append(line)
-    if len(lines) == _COUNT_BATCH:
-      counts.update(basic.basic_tokens_text(lines).split())
-      lines = []
-      if time.time() - last_log > 10.0:
-        logging.info("%s: counted %.1f MB (%.1f MB/s).", path, size / 1e6,
-                     size / 1e6 / (time.time() - start))
-        last_log = time.time()
-  counts.update(basic.basic_tokens_text(lines).split())
-  return counts.items()
-
-
-def count_words(input_files, do_lower_case):
-  """Counts the basic tokens of the corpus (what WordPiece will be applied to)."""
-  counts = collections.Counter()
-  for path in input_files:
-    counts.update(dict(_file_token_counts(path, do_lower_case)))
-  size = sum(files.file_size(p) for p in input_files)
-  logging.info("%d distinct words in %.1f MB.", len(counts), size / 1e6)
-  return counts
-
-
 def count_words_beam(input_files, do_lower_case, pipeline_args):
-  """count_words as a distributed word count: each file counted by a worker,
+  """word_counts.count_words as a distributed word count: each file counted by a worker,
   the counts summed per word by the runner; the same Counter."""
   import apache_beam as beam
   import tensorflow as tf
@@ -118,7 +82,7 @@ def count_words_beam(input_files, do_lower_case, pipeline_args):
     _ = (pipeline
          | "InputFiles" >> beam.Create(input_files)
          | "OneFilePerWorker" >> beam.Reshuffle()
-         | "CountFile" >> beam.FlatMap(_file_token_counts, do_lower_case)
+         | "CountFile" >> beam.FlatMap(word_counts.file_token_counts, do_lower_case)
          | "SumTokens" >> beam.CombinePerKey(sum)
          | "Format" >> beam.MapTuple(lambda token, count: "%s\t%d" % (token, count))
          | "Write" >> beam.io.WriteToText(os.path.join(counts_dir, "counts")))
@@ -203,7 +167,7 @@ def main(argv):
   if FLAGS.beam:
     counts = count_words_beam(input_files, FLAGS.do_lower_case, argv[1:])
   else:
-    counts = count_words(input_files, FLAGS.do_lower_case)
+    counts = word_counts.count_words(input_files, FLAGS.do_lower_case)
   if not counts:
     raise UserError("No words found in %s." % FLAGS.input_file)
   start = time.time()

@@ -1,12 +1,11 @@
 """Output heads and their losses, as in run_pretraining / run_classifier / run_squad."""
 
-import keras
 import tensorflow as tf
 
 from modeling import layers
 
 
-class MaskedLMHead(keras.layers.Layer):
+class MaskedLMHead(layers.Layer):
   """Transform (dense + activation + LayerNorm), then logits tied to the word
   embeddings plus an output-only bias; returns float32 logits.
 
@@ -41,7 +40,7 @@ class MaskedLMHead(keras.layers.Layer):
     }
 
 
-class _OutputWeights(keras.layers.Layer):
+class _OutputWeights(layers.Layer):
   """logits = x @ output_weights^T + output_bias, weights stored [out, in]."""
 
   def __init__(self, config, num_outputs, **kwargs):

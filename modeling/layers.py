@@ -39,7 +39,18 @@ def truncated_normal(stddev):
   return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
-class Dropout(keras.layers.Layer):
+class Layer(keras.layers.Layer):
+  """Every layer here makes its weights and sublayers in __init__: there is
+  nothing to build. Saying so spares Keras's build by symbolic tracing,
+  which it runs on the first call of a layer whose sublayers have not run
+  yet: every trace of the model traced each transformer layer twice and
+  its attention three times (a third of a BERT-Base trace)."""
+
+  def build(self, input_shape=None):
+    self.built = True
+
+
+class Dropout(Layer):
   """Dropout while training (see fused.dropout); its random state is a Keras
   SeedGenerator, which the training loop checkpoints."""
 
@@ -55,7 +66,7 @@ class Dropout(keras.layers.Layer):
     return fused.dropout(x, self.rate, seed)
 
 
-class Dense(keras.layers.Layer):
+class Dense(Layer):
   """x @ kernel + bias on the last axis, with an optional activation."""
 
   def __init__(self, input_size, units, activation=None, initializer_range=0.02,
@@ -83,7 +94,7 @@ class Dense(keras.layers.Layer):
     return y
 
 
-class LayerNorm(keras.layers.Layer):
+class LayerNorm(Layer):
   """Layer normalisation over the last axis, epsilon 1e-12, always in float32.
 
   Its parameters are float32 whatever the dtype policy, and it normalises in
@@ -104,7 +115,7 @@ class LayerNorm(keras.layers.Layer):
                             tf.convert_to_tensor(self.beta), self.epsilon)
 
 
-class Embeddings(keras.layers.Layer):
+class Embeddings(Layer):
   """Word + token type + absolute position embeddings, then LayerNorm, dropout.
 
   Always float32, like LayerNorm: under mixed precision, looking rows up in
@@ -142,7 +153,7 @@ class Embeddings(keras.layers.Layer):
     return self.dropout(output, training=training)
 
 
-class SelfAttention(keras.layers.Layer):
+class SelfAttention(Layer):
   """Multi-head scaled dot-product self-attention with an additive mask."""
 
   def __init__(self, config, **kwargs):
@@ -176,7 +187,7 @@ class SelfAttention(keras.layers.Layer):
     return tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
 
 
-class TransformerLayer(keras.layers.Layer):
+class TransformerLayer(Layer):
   """Attention and feed-forward blocks, each with residual + LayerNorm (post-norm)."""
 
   def __init__(self, config, **kwargs):

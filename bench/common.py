@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -159,6 +160,23 @@ def real_data_parser(description, output_name):
 def report_result(result):
   """What a worker process prints for `run_worker` to read."""
   print("RESULT " + json.dumps(result))
+
+
+STARTED = "STARTED "
+
+
+def mark_started():
+  """Printed by a timed command once its libraries are imported: the
+  driver counts the seconds after it as the command's work (start-up
+  excluded), beside the whole command's."""
+  print("%s%.6f" % (STARTED, time.time()), flush=True)
+
+
+def seconds_after_start(stdout, finished):
+  """The seconds from a command's mark_started line to `finished`
+  (time.time()), or None without one."""
+  marks = [float(l[len(STARTED):]) for l in stdout.splitlines() if l.startswith(STARTED)]
+  return finished - marks[0] if marks else None
 
 
 def run_worker(cmd, label, original_dir=None, timeout=None):

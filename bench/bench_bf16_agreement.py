@@ -12,9 +12,12 @@ then exports it twice (--export_precision=float32 and bfloat16). Both
 exports answer every dev row (raw text in, batches of --batch_size), and the
 script prints: the share of dev labels the two agree on, the largest and
 the mean difference of a class probability, and each export's dev accuracy.
-Saves bench/output/bf16_agreement.json.
+Both exports answer as docs/serving.md advises serving a bfloat16 export,
+with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (`--no-frozen_weights`: without it;
+the fine-tuning runs never get it). Saves bench/output/bf16_agreement.json.
 """
 
+import argparse
 import csv
 import json
 import os
@@ -31,6 +34,7 @@ import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 COLUMNS = {"SST-2": (0, None, 1), "MRPC": (3, 4, 0), "CoLA": (3, None, 1),
            "RTE": (1, 2, -1)}
 HEADER = {"SST-2": True, "MRPC": True, "CoLA": False, "RTE": True}
+FROZEN_WEIGHTS = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 
 
 def rows(path, task, limit=None):
@@ -62,6 +66,7 @@ def fine_tune_and_export(args, task, scratch):
     commands.append(common_flags + ["--export_dir=" + exports[precision],
                                     "--export_precision=" + precision])
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  env.pop(FROZEN_WEIGHTS, None)  # Training must see its weights change.
   for command in commands:
     result = subprocess.run(command, cwd=common.REPO_ROOT, capture_output=True, text=True,
                             env=env)
@@ -91,7 +96,10 @@ def main():
   parser.add_argument("--learning_rate", type=float, default=1e-4)
   parser.add_argument("--num_train_epochs", type=float, default=1.0)
   parser.add_argument("--batch_size", type=int, default=32)
+  parser.add_argument("--frozen_weights", action=argparse.BooleanOptionalAction, default=True)
   args = parser.parse_args()
+  if args.frozen_weights:  # Read by TensorFlow at this process's first matrix product.
+    os.environ[FROZEN_WEIGHTS] = "1"
   results = {}
   with tempfile.TemporaryDirectory() as scratch:
     for task in args.tasks.split(","):

@@ -201,6 +201,7 @@ def main():
         # Our workers run outside the repository with no PYTHONPATH: only
         # TensorFlow and tensorflow-text, as TF Serving loads the export.
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
+        env.pop("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", None)
         if args.frozen_weights and peer == "ours/bf16":
           env["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"] = "1"
         result = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, env=env)

@@ -18,6 +18,7 @@ import time
 
 from absl import flags
 from absl import logging
+from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
 import tensorflow as tf
 
 from data_prep import tokenization

@@ -19,6 +19,7 @@ import os
 from absl import flags
 from absl import logging
 
+from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
 import modeling
 from modeling import losses
 from modeling import training

@@ -25,6 +25,7 @@ import sys
 from absl import flags
 from absl import logging
 
+from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
 from plumbing import cli
 from plumbing.errors import UserError
 import run_classifier

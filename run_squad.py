@@ -21,6 +21,7 @@ import random
 from absl import flags
 from absl import logging
 
+from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
 import modeling
 from modeling import inference
 from modeling import losses

@@ -7,6 +7,10 @@ anything of ours, or a folder grow into a drawer, fails here.
 
 import ast
 import os
+import subprocess
+import sys
+
+import pytest
 
 from conftest import REPO_ROOT
 
@@ -116,3 +120,42 @@ def test_every_package_says_what_belongs_in_it():
       with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
         docstring = ast.get_docstring(ast.parse(f.read()))
       assert docstring and len(docstring.split()) >= 8, path
+
+
+def _scripts():
+  """The command-line scripts at the top of the repo (they call cli.run)."""
+  return sorted(n for n in os.listdir(REPO_ROOT) if n.endswith(".py") and
+                "cli.run(" in open(os.path.join(REPO_ROOT, n), encoding="utf-8").read())
+
+
+def test_scripts_load_tensorflow_through_plumbing_startup():
+  """Anything of ours or TensorFlow's imported before plumbing.startup would
+  load TensorFlow with matplotlib, a second or so more per command."""
+  scripts = _scripts()
+  assert {"run_classifier.py", "run_squad.py", "run_pretraining.py"} <= set(scripts)
+  for name in scripts:
+    with open(os.path.join(REPO_ROOT, name), encoding="utf-8") as f:
+      tree = ast.parse(f.read())
+    first = None
+    for node in tree.body:
+      if isinstance(node, ast.Import):
+        modules = [alias.name for alias in node.names]
+      elif isinstance(node, ast.ImportFrom):
+        modules = [node.module + "." + alias.name for alias in node.names]
+      else:
+        continue
+      if any(m.split(".")[0] in OURS | {"tensorflow", "keras", "tensorflow_text"}
+             for m in modules):
+        first = modules
+        break
+    assert first == ["plumbing.startup"], (name, first)
+
+
+def test_a_script_starts_without_matplotlib_and_leaves_it_importable():
+  pytest.importorskip("matplotlib")  # Installed by make install (the demo's charts).
+  code = ("import sys, run_classifier\n"
+          "assert 'keras' in sys.modules and 'matplotlib' not in sys.modules, 'loaded'\n"
+          "import matplotlib.pyplot\n")
+  result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                          text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert result.returncode == 0, result.stderr[-2000:]

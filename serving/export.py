@@ -11,6 +11,7 @@ TensorFlow's own.
 
 import dataclasses
 
+from absl import logging
 import keras
 import tensorflow as tf
 
@@ -73,6 +74,22 @@ class Server(tf.Module):
 PRECISIONS = ("float32", "bfloat16")
 
 
+# /proc/cpuinfo's names of the x86 instructions that multiply in bfloat16.
+BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_multiplies_bfloat16(cpuinfo_path="/proc/cpuinfo"):
+  """Whether this machine's CPU has bfloat16 arithmetic; None where
+  `cpuinfo_path` cannot tell (not Linux, not x86)."""
+  try:
+    with open(cpuinfo_path, encoding="utf-8", errors="replace") as f:
+      flags = next((line.split(":", 1)[1].split() for line in f
+                    if line.startswith("flags")), None)
+  except OSError:
+    return None
+  return None if flags is None else any(f in flags for f in BFLOAT16_CPU_FLAGS)
+
+
 def in_precision(model, precision, build):
   """`model` itself for "float32"; for "bfloat16", a copy made by build()
   under Keras's bfloat16 policy, holding the model's weights in bfloat16:
@@ -83,6 +100,11 @@ def in_precision(model, precision, build):
     return model
   if precision not in PRECISIONS:
     raise ValueError("precision must be one of %s, not %r." % (PRECISIONS, precision))
+  if cpu_multiplies_bfloat16() is False:
+    logging.warning(
+        "This CPU has no bfloat16 arithmetic (%s): served on it, the bfloat16 export "
+        "answers slower than a float32 one (docs/serving.md). It pays on CPUs that "
+        "have it, and on accelerators.", " or ".join(BFLOAT16_CPU_FLAGS))
   previous = keras.config.dtype_policy()
   keras.config.set_dtype_policy(precision)
   try:

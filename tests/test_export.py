@@ -201,6 +201,20 @@ def test_bfloat16_export_stores_bfloat16_weights_and_agrees(exported, tmp_path):
   np.testing.assert_allclose(reduced["probabilities"], full["probabilities"], rtol=0, atol=0.02)
 
 
+def test_bfloat16_cpu_check_reads_cpuinfo_flags(tmp_path):
+  """The export warns where the CPU cannot multiply in bfloat16."""
+  cases = {"flags\t\t: fpu avx2 fma avx512f avx512_bf16 sha_ni\n": True,
+           "flags\t\t: fpu avx2 fma amx_bf16 amx_tile\n": True,
+           "flags\t\t: fpu avx2 fma avx512f avx512_vnni\n": False,
+           "processor\t: 0\nflags\t\t: fpu avx2 fma\nflags\t\t: avx512_bf16\n": False,
+           "Features\t: fp asimd bf16\n": None}  # aarch64 names it otherwise.
+  for i, (text, expected) in enumerate(cases.items()):
+    path = tmp_path / ("cpuinfo%d" % i)
+    path.write_text(text)
+    assert export.cpu_multiplies_bfloat16(str(path)) is expected, text
+  assert export.cpu_multiplies_bfloat16(str(tmp_path / "absent")) is None
+
+
 
 def test_under_load_with_bad_requests(exported, tmp_path):
   """bench/bench_serving_load.py at small size: 4 client threads, 600

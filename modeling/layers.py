@@ -35,22 +35,26 @@ def get_activation(name):
 
 
 def move_heads(x, perm, training):
-  """tf.transpose(x, perm); outside training, done on the values' bits.
+  """tf.transpose(x, perm) of a 4-D tensor with perm[-1] == 3; outside
+  training, done on the values' bits.
 
-  With oneDNN on, TensorFlow transposes float tensors with a oneDNN reorder
-  whose fixed cost dominates at the sizes a request or an evaluation batch
-  brings (batch 1, 16 tokens: 3.5x slower than TensorFlow's own transpose of
-  the same bytes as integers; bench/README.md). The values are the same
-  bits. Training keeps tf.transpose, which has a gradient; its tensors are
-  large enough for the two to be equally fast.
+  With oneDNN on, TensorFlow transposes float32 and bfloat16 tensors with a
+  oneDNN reorder whose fixed cost dominates at the sizes a request or an
+  evaluation batch brings (batch 1, 16 tokens: 3.5x slower than TensorFlow's
+  own transpose; bench/README.md). Read as float64 (two float32 or four
+  bfloat16 values each), the same bytes go through TensorFlow's own
+  transpose, which moves them unchanged, and as a float type without the
+  one-time oneDNN error line an integer type prints. Training keeps
+  tf.transpose, which has a gradient, as do TPUs, which have no float64.
   """
-  if training or x.dtype.size not in _BITS:
+  per_word = 8 // x.dtype.size if x.dtype.size in (2, 4) else 0
+  if (training or not per_word or x.shape[-1] is None or x.shape[-1] % per_word or
+      isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)):
     return tf.transpose(x, perm)
-  bits = _BITS[x.dtype.size]
-  return tf.bitcast(tf.transpose(tf.bitcast(x, bits), perm), x.dtype)
-
-
-_BITS = {2: tf.int16, 4: tf.int32}
+  shape = tf.shape(x)
+  words = tf.bitcast(tf.reshape(x, tf.concat([shape[:-1], [-1, per_word]], 0)), tf.float64)
+  moved = tf.bitcast(tf.transpose(words, perm), x.dtype)
+  return tf.reshape(moved, tf.gather(shape, perm))
 
 
 def truncated_normal(stddev):

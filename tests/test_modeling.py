@@ -240,23 +240,27 @@ def test_activations():
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16, tf.float16])
-def test_inference_moves_heads_as_integers(dtype):
-  """Outside training the attention's transposes run on the values' bits
-  (faster than a oneDNN reorder at request sizes): the same values as
-  tf.transpose, and no floating-point Transpose left in the graph."""
+def test_inference_moves_heads_as_words(dtype):
+  """Outside training the attention's transposes move the values' bytes as
+  float64 words (faster than a oneDNN reorder at request sizes): the same
+  bits as tf.transpose, NaN payloads and subnormals included, and no
+  transpose of the model's own dtype left in the graph."""
   from modeling import layers
-  x = tf.cast(tf.random.stateless_normal([2, 5, 3, 4], seed=[1, 2]), dtype)
+  rng = np.random.default_rng(0)
+  width = {tf.float32: np.uint32, tf.bfloat16: np.uint16, tf.float16: np.uint16}[dtype]
+  bits = rng.integers(0, np.iinfo(width).max, size=(2, 5, 3, 8), dtype=width)
+  bits[0, 0, 0, :3] = [1, np.iinfo(width).max, np.iinfo(width).max // 2 + 2]
+  x = tf.bitcast(tf.constant(bits), dtype)
   for training in (False, True):
-    got = layers.move_heads(x, [0, 2, 1, 3], training)
-    assert got.dtype == dtype
-    np.testing.assert_array_equal(tf.cast(got, tf.float32).numpy(),
-                                  tf.cast(tf.transpose(x, [0, 2, 1, 3]), tf.float32).numpy())
+    got = tf.function(lambda x, t=training: layers.move_heads(x, [0, 2, 1, 3], t))(x)
+    assert got.dtype == dtype and got.shape == (2, 3, 5, 8)
+    np.testing.assert_array_equal(tf.bitcast(got, tf.as_dtype(width)).numpy(),
+                                  np.transpose(bits, [0, 2, 1, 3]))
   attention = layers.SelfAttention(modeling.BertConfig(
       vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
       intermediate_size=8))
-  for training, float_transposes in ((False, 0), (True, 4)):
+  for training, moved_as in ((False, tf.float64), (True, tf.float32)):
     graph = tf.function(lambda h, m, t=training: attention(h, m, training=t)).get_concrete_function(
         tf.TensorSpec([1, 3, 8], tf.float32), tf.TensorSpec([1, 1, 1, 3], tf.float32)).graph
     transposes = [op for op in graph.get_operations() if op.type == "Transpose"]
-    assert len(transposes) == 4
-    assert sum(op.get_attr("T").is_floating for op in transposes) == float_transposes
+    assert [op.get_attr("T") for op in transposes] == [moved_as] * 4

@@ -44,17 +44,24 @@ def move_heads(x, perm, training):
   own transpose; bench/README.md). Read as float64 (two float32 or four
   bfloat16 values each), the same bytes go through TensorFlow's own
   transpose, which moves them unchanged, and as a float type without the
-  one-time oneDNN error line an integer type prints. Training keeps
-  tf.transpose, which has a gradient, as do TPUs, which have no float64.
+  one-time oneDNN error line an integer type prints. Gradients (taken
+  without dropout, say) move back the same way. Training keeps tf.transpose,
+  as do TPUs, which have no float64.
   """
   per_word = 8 // x.dtype.size if x.dtype.size in (2, 4) else 0
   if (training or not per_word or x.shape[-1] is None or x.shape[-1] % per_word or
       isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)):
     return tf.transpose(x, perm)
-  shape = tf.shape(x)
-  words = tf.bitcast(tf.reshape(x, tf.concat([shape[:-1], [-1, per_word]], 0)), tf.float64)
-  moved = tf.bitcast(tf.transpose(words, perm), x.dtype)
-  return tf.reshape(moved, tf.gather(shape, perm))
+  inverse = [list(perm).index(axis) for axis in range(len(perm))]
+
+  @tf.custom_gradient
+  def move(x):
+    shape = tf.shape(x)
+    words = tf.bitcast(tf.reshape(x, tf.concat([shape[:-1], [-1, per_word]], 0)), tf.float64)
+    moved = tf.bitcast(tf.transpose(words, perm), x.dtype)
+    return (tf.reshape(moved, tf.gather(shape, perm)),
+            lambda dy: move_heads(dy, inverse, training))
+  return move(x)
 
 
 def truncated_normal(stddev):

@@ -256,6 +256,14 @@ def test_inference_moves_heads_as_words(dtype):
     assert got.dtype == dtype and got.shape == (2, 3, 5, 8)
     np.testing.assert_array_equal(tf.bitcast(got, tf.as_dtype(width)).numpy(),
                                   np.transpose(bits, [0, 2, 1, 3]))
+  # Gradients without dropout (training=False) move back the same way.
+  y = tf.cast(tf.reshape(tf.range(240), [2, 5, 3, 8]), dtype)
+  weights = tf.cast(tf.reshape(tf.range(240) % 7, [2, 3, 5, 8]), dtype)
+  with tf.GradientTape() as tape:
+    tape.watch(y)
+    total = tf.reduce_sum(layers.move_heads(y, [0, 2, 1, 3], False) * weights)
+  np.testing.assert_array_equal(tf.cast(tape.gradient(total, y), tf.float32).numpy(),
+                                np.transpose(tf.cast(weights, tf.float32).numpy(), [0, 2, 1, 3]))
   attention = layers.SelfAttention(modeling.BertConfig(
       vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
       intermediate_size=8))

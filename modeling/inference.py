@@ -35,7 +35,7 @@ def stream_batches(strategy, replica_fn, dataset):
   length (None dimensions) do not retrace it."""
   distributed = strategy.experimental_distribute_dataset(dataset)
 
-  @tf.function(input_signature=[distributed.element_spec])
+  @tf.function(input_signature=[distributed.element_spec], autograph=False)
   def step(features):
     return strategy.run(replica_fn, args=(features,))
 

@@ -22,6 +22,13 @@ VOCABS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def compiled_from_the_first_batch(monkeypatch):
+  """Every batch here goes through the compiled path (by default small
+  batches stay in Python: test_small_work_stays_in_python_until_it_adds_up)."""
+  monkeypatch.setattr(tokenization.FullTokenizer, "compile_after_characters", 0)
+
+
 @pytest.fixture(scope="module")
 def tokenizers():
   cache = {}
@@ -308,3 +315,28 @@ def test_every_glue_and_squad_file_gives_the_same_ids_on_both_paths(tokenizers):
     python_flat, python_splits = tok._tokenize_to_ids_batch_in_python(lines)  # pylint: disable=protected-access
     np.testing.assert_array_equal(splits, python_splits, err_msg=path)
     np.testing.assert_array_equal(flat, python_flat, err_msg=path)
+
+
+def test_small_work_stays_in_python_until_it_adds_up(monkeypatch):
+  """Below compile_after_characters (counted over the tokenizer's life) the
+  batch path runs in Python and the compiled code is never loaded; past it,
+  the compiled path takes over. Same ids either way."""
+  from data_prep import compiled_tokenization  # pylint: disable=g-import-not-at-top
+  built = []
+
+  class Counted(compiled_tokenization.CompiledTokenizer):
+    def __init__(self, *args, **kwargs):
+      built.append(1)
+      super().__init__(*args, **kwargs)
+
+  monkeypatch.setattr(compiled_tokenization, "CompiledTokenizer", Counted)
+  monkeypatch.setattr(tokenization.FullTokenizer, "compile_after_characters", 100)
+  tok = tokenization.FullTokenizer(data_file(VOCABS["uncased"]), do_lower_case=True)
+  texts = ["Unaffable runners, 東京 and caf\u00E9s!", "", "the quick brown fox"]
+  expected = [tok.tokenize_to_ids(t) for t in texts]
+  seen = []
+  for _ in range(3):  # 51 characters a batch: 51, 102, 153 in all.
+    flat, splits = tok.tokenize_to_ids_batch(texts)
+    assert [flat[splits[i]:splits[i + 1]].tolist() for i in range(3)] == expected
+    seen.append(len(built))
+  assert seen == [0, 1, 1]

@@ -4,7 +4,8 @@ and objects they become.
 Importing this module defines the original's TPU flags (`use_tpu`,
 `tpu_name`, `tpu_zone`, `gcp_project`, `master`, `num_tpu_cores`, with the
 original's defaults) and our additions: the distribution strategy, GPUs,
-XLA, mixed precision, gradient accumulation, the optimizer and the seed.
+XLA and its cache, mixed precision, gradient accumulation, the optimizer and
+the seed.
 Each script defines its own task flags, as the original scripts did. The
 functions below take the parsed flags (`FLAGS`) as their first argument and
 hand the library plain values: a strategy, a config, a tokenizer,
@@ -62,6 +63,12 @@ flags.DEFINE_bool("group_by_length", False,
                   "length (as Hugging Face's group_by_length), so that batches carry "
                   "little padding. Faster on data of mixed lengths, but it changes "
                   "which examples share a batch (not the original's batches).")
+flags.DEFINE_string("xla_cache_dir", None,
+                    "Keep the XLA kernels training compiles (one per batch shape: the "
+                    "fused kernels, and the whole step with --use_xla) in this directory, "
+                    "so that later runs load them instead of compiling again; a folder "
+                    "per TensorFlow version and CPU. Default: the xla folder of "
+                    "$BERT_TF2_CACHE_DIR or ~/.cache/bert-tf2. Empty: no cache.")
 flags.DEFINE_integer("padding_multiple", 8,
                      "Round each batch's length up to a multiple of this: at most "
                      "max_seq_length / padding_multiple distinct shapes (with --use_xla "

@@ -38,6 +38,8 @@ import unicodedata
 import numba
 import numpy as np
 
+from plumbing import files
+
 _NUM_CODE_POINTS = 0x110000
 
 # Bits of the per-code-point flags table.
@@ -186,10 +188,7 @@ def unicode_tables():
 def _tables_cache_path():
   with open(__file__, "rb") as f:
     digest = hashlib.sha1(f.read()).hexdigest()[:12]
-  directory = os.environ.get("BERT_TF2_CACHE_DIR") or os.path.join(
-      os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-      "bert-tf2")
-  return os.path.join(directory, "unicode-tables-py%d.%d-unicode%s-%s.npz" % (
+  return files.cache_directory("unicode-tables-py%d.%d-unicode%s-%s.npz" % (
       sys.version_info[0], sys.version_info[1], unicodedata.unidata_version, digest))
 
 

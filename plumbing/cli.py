@@ -20,6 +20,7 @@ from absl import flags
 
 from plumbing.errors import Stopped
 from plumbing.errors import UserError
+from plumbing import xla_cache
 
 flags.DEFINE_bool("traceback", False,
                   "Show the Python traceback of input errors too (for debugging).")
@@ -75,6 +76,20 @@ def parse_known_flags(argv):
     sys.exit(EXIT_USER_ERROR)
 
 
+def _parse_then_set_up_xla_cache(parser):
+  """`parser`, then the cache of compiled XLA kernels (--xla_cache_dir, when
+  the script has it: plumbing/xla_cache.py). Here because absl's `app.run`
+  starts TensorFlow's devices right after parsing the flags (an init callback
+  of TensorFlow's), and XLA reads its options then, before `main`."""
+  def parse(argv):
+    result = parser(argv)
+    if "xla_cache_dir" in flags.FLAGS:
+      directory = flags.FLAGS.xla_cache_dir
+      xla_cache.enable(xla_cache.default_directory() if directory is None else directory)
+    return result
+  return parse
+
+
 def run(main, flags_parser=None, argv=None):
   """absl's app.run(main), with input errors reported as one line. `argv`
   defaults to sys.argv (tests pass their own, to run cases in one process)."""
@@ -116,4 +131,5 @@ def run(main, flags_parser=None, argv=None):
                            _one_line(error)))
       sys.stderr.flush()
       sys.exit(EXIT_USER_ERROR)
-  app.run(guarded_main, argv=argv, flags_parser=flags_parser or app.parse_flags_with_usage)
+  app.run(guarded_main, argv=argv, flags_parser=_parse_then_set_up_xla_cache(
+      flags_parser or app.parse_flags_with_usage))

@@ -17,6 +17,16 @@ import os
 import shutil
 
 
+def cache_directory(*parts):
+  """The project's cache of things rebuilt when absent (Unicode tables,
+  compiled kernels): $BERT_TF2_CACHE_DIR, else $XDG_CACHE_HOME/bert-tf2,
+  else ~/.cache/bert-tf2; `parts` name a folder inside."""
+  root = os.environ.get("BERT_TF2_CACHE_DIR") or os.path.join(
+      os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+      "bert-tf2")
+  return os.path.join(root, *parts)
+
+
 def is_remote(path):
   return "://" in path
 

@@ -67,7 +67,7 @@ flags.DEFINE_string("xla_cache_dir", None,
                     "Keep the XLA kernels training compiles (one per batch shape: the "
                     "fused kernels, and the whole step with --use_xla) in this directory, "
                     "so that later runs load them instead of compiling again; a folder "
-                    "per TensorFlow version and CPU. Default: the xla folder of "
+                    "per TensorFlow version, CPU and GPUs. Default: the xla folder of "
                     "$BERT_TF2_CACHE_DIR or ~/.cache/bert-tf2. Empty: no cache.")
 flags.DEFINE_integer("padding_multiple", 8,
                      "Round each batch's length up to a multiple of this: at most "

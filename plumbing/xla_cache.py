@@ -7,11 +7,12 @@ their longest row meets ten or more shapes. TensorFlow can keep what it
 compiled in a directory and load it in later processes (the TF_XLA_FLAGS
 option --tf_xla_persistent_cache_directory): an entry is used only if the
 whole computation matches, and is written whole (a temporary file, then a
-rename). It does not record which CPU an entry was compiled for, so each
-TensorFlow version and CPU feature set gets a folder of its own: a cache
-shared by several machines never hands one CPU another's code.
+rename). It does not record which processor an entry was compiled for, so
+each TensorFlow version, CPU feature set and set of GPUs gets a folder of its
+own: a cache shared by several machines never hands one another's code.
 """
 
+import glob
 import hashlib
 import os
 import platform
@@ -40,10 +41,25 @@ def _cpu_features():
   return "\n".join(l for l in lines if l.split(":")[0].strip().lower() in keys)
 
 
+def _gpus():
+  """NVIDIA's driver's description of each GPU, and which are visible; read
+  from files because asking TensorFlow would start its devices (and XLA's
+  options) before the cache is set."""
+  described = []
+  for path in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information")):
+    try:
+      with open(path, encoding="utf-8", errors="replace") as f:
+        described.append(f.read())
+    except OSError:
+      pass
+  return "\n".join(described + [os.environ.get("CUDA_VISIBLE_DEVICES", "")])
+
+
 def folder_for_this_machine(directory):
-  """`directory`'s subfolder for this TensorFlow and CPU."""
+  """`directory`'s subfolder for this TensorFlow, CPU and GPUs."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  digest = hashlib.sha1(_cpu_features().encode("utf-8")).hexdigest()[:12]
+  machine = _cpu_features() + "\n" + _gpus()
+  digest = hashlib.sha1(machine.encode("utf-8")).hexdigest()[:12]
   return os.path.join(directory, "tf%s-%s-%s" % (tf.__version__, platform.machine(), digest))
 
 

@@ -60,12 +60,17 @@ def test_a_second_process_loads_the_kernels_the_first_compiled(tmp_path):
   np.testing.assert_array_equal(uncached, first)
 
 
-def test_each_cpu_gets_its_own_folder(monkeypatch):
+def test_each_cpu_and_gpu_gets_its_own_folder(monkeypatch):
+  monkeypatch.setattr(xla_cache, "_gpus", lambda: "")
   monkeypatch.setattr(xla_cache, "_cpu_features", lambda: "flags : fpu sse2 avx2")
   avx2 = xla_cache.folder_for_this_machine("/cache")
+  assert xla_cache.folder_for_this_machine("/cache") == avx2  # Stable.
   monkeypatch.setattr(xla_cache, "_cpu_features", lambda: "flags : fpu sse2 avx2 avx512f")
   avx512 = xla_cache.folder_for_this_machine("/cache")
-  assert avx2 != avx512 and os.path.dirname(avx2) == os.path.dirname(avx512) == "/cache"
+  monkeypatch.setattr(xla_cache, "_gpus", lambda: "Model: NVIDIA A100-SXM4-40GB\n")
+  with_gpu = xla_cache.folder_for_this_machine("/cache")
+  assert len({avx2, avx512, with_gpu}) == 3
+  assert {os.path.dirname(f) for f in (avx2, avx512, with_gpu)} == {"/cache"}
 
 
 def test_no_cache_when_it_cannot_be_used(tmp_path, monkeypatch):
@@ -90,7 +95,8 @@ def test_scripts_set_the_cache_up_as_they_parse_their_flags(tmp_path, monkeypatc
   options then), from --xla_cache_dir."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   from absl.testing import flagsaver  # pylint: disable=g-import-not-at-top
-  import run_flags  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (the flag)
+  import importlib  # pylint: disable=g-import-not-at-top
+  importlib.import_module("run_flags")  # Defines --xla_cache_dir.
   from plumbing import cli  # pylint: disable=g-import-not-at-top
   parse = cli._parse_then_set_up_xla_cache(  # pylint: disable=protected-access
       lambda argv: flags.FLAGS(argv, known_only=True))

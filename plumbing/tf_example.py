@@ -4,11 +4,13 @@ The records the model reads (pre-training instances, each fine-tuning task's
 features) are Examples of fixed-shape int64 and float features.
 `ExampleSpec` names them once, in the order they are serialised, and serves
 both directions:
-  * writing: `encode_batch` serialises thousands of records per call with a
-    compiled encoder of the protobuf wire format (no TensorFlow, no protobuf
+  * writing: `encode_batch` serialises thousands of records per call with its
+    own encoder of the protobuf wire format (no TensorFlow, no protobuf
     objects: building protos one by one cost the original most of its data
-    generation time). The bytes are what protobuf writes for the same
-    entries in the same order (tests/test_tf_example.py);
+    generation time), in NumPy, and compiled by numba once a spec has
+    encoded `compile_after_rows` rows (plumbing/compiled_tf_example.py).
+    The bytes are what protobuf writes for the same entries in the same
+    order (tests/test_tf_example.py);
   * reading: `parsing_spec` and `decode` for tf.data, `read_records`, the
     one tf.data reader of a task's record file (int64 features come back as
     int32, as TPUs want), and `batched`.
@@ -18,7 +20,6 @@ strings and per-line shapes, and is written with TensorFlow's own protos.)
 
 import collections
 
-import numba
 import numpy as np
 
 from plumbing import tfrecord
@@ -28,87 +29,89 @@ Feature = collections.namedtuple("Feature", ["name", "dtype", "shape"])
 _INT, _FLOAT = 0, 1
 
 
-@numba.njit(cache=True)
-def _varint_size(value):
-  size = 1
+def _varint_sizes(values):
+  """Bytes of each uint64 value's varint (int8)."""
+  sizes = np.ones(values.shape, np.int8)
+  top, bits = int(values.max(initial=0)), 7
+  while bits < 64 and top >> bits:
+    sizes += values >= np.uint64(1 << bits)
+    bits += 7
+  return sizes
+
+
+def _varints(values):
+  """(bytes [..., w], mask [..., w] or None for all, sizes) of the varints of
+  uint64 `values`, w the longest one's size."""
+  sizes = _varint_sizes(values)
+  width = int(sizes.max(initial=1))
+  if width == 1:
+    return values.astype(np.uint8)[..., None], None, sizes
+  narrow = values.astype(np.uint32) if width <= 4 else values
+  out = np.empty(values.shape + (width,), np.uint8)
+  for k in range(width):
+    out[..., k] = ((narrow >> (7 * k)) & 0x7F) | ((sizes > k + 1).astype(narrow.dtype) << 7)
+  return out, np.arange(width, dtype=np.int8) < sizes[..., None], sizes
+
+
+def _varint_bytes(value):
+  out = bytearray()
   while value >= 128:
-    value >>= np.uint64(7)
-    size += 1
-  return size
+    out.append((value & 127) | 128)
+    value >>= 7
+  return bytes(out + bytes([value]))
 
 
-@numba.njit(cache=True)
-def _put_varint(buf, pos, value):
-  while value >= 128:
-    buf[pos] = (value & np.uint64(127)) | np.uint64(128)
-    value >>= np.uint64(7)
-    pos += 1
-  buf[pos] = value
-  return pos + 1
+def _encode_with_numpy(spec, ints, floats):
+  """encode_batch's records, built column-wise: every row's pieces (tags,
+  lengths, keys, values) laid side by side, padded to a common width, then
+  read out through a mask of the bytes each row really has."""
+  n, count = ints.shape[0], len(spec.features)
+  pieces, payloads = [], []
+  for f, feature in enumerate(spec.features):
+    if spec._kinds[f] == _INT:
+      values = ints[:, spec.int_columns[feature.name]].view(np.uint64)
+      data, mask, sizes = _varints(values)
+      pieces.append((data.reshape(n, -1), None if mask is None else mask.reshape(n, -1)))
+      payloads.append(sizes.sum(axis=1, dtype=np.int64))
+    else:
+      raw = np.ascontiguousarray(floats[:, spec.float_columns[feature.name]]).view(np.uint8)
+      pieces.append((raw.reshape(n, -1), None))
+      payloads.append(np.full(n, raw.shape[1], np.int64))
+  # The lengths each message is prefixed with, innermost first ([n, count]).
+  payload = np.stack(payloads, 1)
+  has_payload = payload > 0
+  values = np.where(has_payload, 1 + _varint_sizes(payload.view(np.uint64)) + payload, 0)
+  feature = 1 + _varint_sizes(values.view(np.uint64)) + values
+  key_parts = np.array([len(_varint_bytes(len(k))) + len(k) for k in spec._key_bytes])
+  entry = 1 + key_parts + 1 + _varint_sizes(feature.view(np.uint64)) + feature
+  body = (1 + _varint_sizes(entry.view(np.uint64)) + entry).sum(axis=1)
+  lengths, length_mask, _ = _varints(
+      np.concatenate([body[:, None], entry, feature, values, payload], 1).view(np.uint64))
 
+  def length(j, present=None):
+    mask = None if length_mask is None else length_mask[:, j]
+    if present is not None:
+      mask = present[:, None] if mask is None else mask & present[:, None]
+    return lengths[:, j], mask
 
-@numba.njit(cache=True)
-def _feature_size(kinds, starts, lengths, ints, floats, row, f):
-  """(payload bytes, list message bytes, Feature message bytes) of feature f."""
-  if kinds[f] == _INT:
-    payload = 0
-    for k in range(starts[f], starts[f] + lengths[f]):
-      payload += _varint_size(np.uint64(ints[row, k]))
-  else:
-    payload = 4 * lengths[f]
-  values = 1 + _varint_size(np.uint64(payload)) + payload if payload else 0
-  return payload, values, 1 + _varint_size(np.uint64(values)) + values
+  def constant(data):
+    return np.broadcast_to(np.frombuffer(data, np.uint8), (n, len(data))), None
 
-
-@numba.njit(cache=True)
-def _entry_size(key_length, feature):
-  return (1 + _varint_size(np.uint64(key_length)) + key_length + 1 +
-          _varint_size(np.uint64(feature)) + feature)
-
-
-@numba.njit(cache=True)
-def _encode(kinds, starts, lengths, keys, key_offsets, ints, floats, buf, offsets):
-  """Serialises every row of ints/floats into buf; record j is
-  buf[offsets[j]:offsets[j + 1]]. Returns the bytes written."""
-  num_features = len(kinds)
-  pos = 0
-  for row in range(ints.shape[0]):
-    # Example.features' length comes first, so size the entries before writing.
-    body = 0
-    for f in range(num_features):
-      feature = _feature_size(kinds, starts, lengths, ints, floats, row, f)[2]
-      entry = _entry_size(key_offsets[f + 1] - key_offsets[f], feature)
-      body += 1 + _varint_size(np.uint64(entry)) + entry
-    offsets[row] = pos
-    buf[pos] = 0x0A  # Example.features
-    pos = _put_varint(buf, pos + 1, np.uint64(body))
-    for f in range(num_features):
-      payload, values, feature = _feature_size(kinds, starts, lengths, ints, floats, row, f)
-      key_length = key_offsets[f + 1] - key_offsets[f]
-      buf[pos] = 0x0A  # Features.feature: a map entry
-      pos = _put_varint(buf, pos + 1, np.uint64(_entry_size(key_length, feature)))
-      buf[pos] = 0x0A  # entry.key
-      pos = _put_varint(buf, pos + 1, np.uint64(key_length))
-      for k in range(key_offsets[f], key_offsets[f + 1]):
-        buf[pos] = keys[k]
-        pos += 1
-      buf[pos] = 0x12  # entry.value: a Feature
-      pos = _put_varint(buf, pos + 1, np.uint64(feature))
-      buf[pos] = 0x1A if kinds[f] == _INT else 0x12  # Feature.int64_list / float_list
-      pos = _put_varint(buf, pos + 1, np.uint64(values))
-      if payload:
-        buf[pos] = 0x0A  # The list's packed `value` field
-        pos = _put_varint(buf, pos + 1, np.uint64(payload))
-        if kinds[f] == _INT:
-          for k in range(starts[f], starts[f] + lengths[f]):
-            pos = _put_varint(buf, pos, np.uint64(ints[row, k]))
-        else:
-          raw = floats[row, starts[f]:starts[f] + lengths[f]].view(np.uint8)
-          for b in raw:
-            buf[pos] = b
-            pos += 1
-  offsets[ints.shape[0]] = pos
-  return pos
+  row = [constant(b"\x0a"), length(0)]  # Example.features
+  for f, key in enumerate(spec._key_bytes):
+    row += [constant(b"\x0a"), length(1 + f),  # a Features.feature map entry
+            constant(b"\x0a" + _varint_bytes(len(key)) + key + b"\x12"),  # key; value:
+            length(1 + count + f),
+            constant(b"\x1a" if spec._kinds[f] == _INT else b"\x12"),  # int64/float list
+            length(1 + 2 * count + f)]
+    if spec._lengths[f]:  # The list's packed values.
+      row += [(constant(b"\x0a")[0], has_payload[:, f:f + 1]),
+              length(1 + 3 * count + f, has_payload[:, f]), pieces[f]]
+  data = np.concatenate([d for d, _ in row], axis=1)
+  mask = np.concatenate([np.ones(d.shape, bool) if m is None else m for d, m in row], axis=1)
+  offsets = np.zeros(n + 1, np.int64)
+  np.cumsum(mask.sum(axis=1), out=offsets[1:])
+  return data[mask], offsets
 
 
 class ExampleSpec(object):
@@ -121,7 +124,15 @@ class ExampleSpec(object):
   out side by side in one int64 array, float columns in one float32 array,
   one row per record (`int_columns`, `float_columns` give each feature's
   slice); that is what `encode_batch` takes.
+
+  `compile_after_rows`: below this many rows encoded, the NumPy encoder
+  (nothing to load; about 8 us a record of 128 tokens here); from it on, the
+  compiled one (about 3.5 us, after about half a second to import numba and
+  load its code). A task's dev set stays below; the pre-training data
+  generator sets 0.
   """
+
+  compile_after_rows = 100_000
 
   def __init__(self, features):
     self.features = [Feature(name, dtype, tuple(int(d) for d in shape))
@@ -143,8 +154,9 @@ class ExampleSpec(object):
       columns[feature.name] = slice(widths[kind], widths[kind] + size)
       widths[kind] += size
     self.int_width, self.float_width = widths
-    keys = [f.name.encode("utf-8") for f in self.features]
+    keys = self._key_bytes = [f.name.encode("utf-8") for f in self.features]
     self._keys = np.frombuffer(b"".join(keys), np.uint8).copy()
+    self._rows_encoded = 0
     self._key_offsets = np.concatenate([[0], np.cumsum([len(k) for k in keys])]).astype(np.int64)
 
   def empty_columns(self, count):
@@ -160,17 +172,21 @@ class ExampleSpec(object):
   def encode_batch(self, ints, floats=None, buf=None):
     """Serialises rows of (ints, floats) as laid out by `empty_columns`;
     returns (uint8 data, int64 offsets): record j is data[offsets[j]:offsets[j+1]].
-    `buf`, if given, is reused for the data when it is large enough."""
+    `buf`, if given, is reused by the compiled encoder when it is large enough."""
     ints = np.ascontiguousarray(ints, np.int64)
     count = ints.shape[0]
     if floats is None:
       floats = np.zeros((count, 0), np.float32)
     floats = np.ascontiguousarray(floats, np.float32)
+    self._rows_encoded += count
+    if self._rows_encoded <= self.compile_after_rows:
+      return _encode_with_numpy(self, ints, floats)
+    from plumbing import compiled_tf_example  # pylint: disable=g-import-not-at-top
     if buf is None or len(buf) < count * self.max_record_bytes():
       buf = np.empty(count * self.max_record_bytes(), np.uint8)
     offsets = np.empty(count + 1, np.int64)
-    _encode(self._kinds, self._starts, self._lengths, self._keys, self._key_offsets,
-            ints, floats, buf, offsets)
+    compiled_tf_example.encode(self._kinds, self._starts, self._lengths, self._keys,
+                               self._key_offsets, ints, floats, buf, offsets)
     return buf, offsets
 
   def columns_of(self, rows):

@@ -4,77 +4,39 @@ Importing TensorFlow costs ~600 MB of resident memory, several times what the
 data generator needs, so local files are framed here: each record is
 uint64 length, uint32 masked CRC32C of the length, the data, uint32 masked
 CRC32C of the data (all little-endian), exactly what tf.io.TFRecordWriter
-writes. Files are written atomically (plumbing.files); paths with a scheme
-(gs://, hdfs://) go through tf.io.gfile.
+writes. The checksums come from google-crc32c's C code: per record, faster
+than a compiled loop over the bytes, with nothing to load or compile first.
+Files are written atomically (plumbing.files); paths with a scheme (gs://,
+hdfs://) go through tf.io.gfile.
 """
 
 import contextlib
 
-import numba
+import google_crc32c
 import numpy as np
 
 from plumbing import files
 
 
-def _crc32c_table():
-  table = np.zeros(256, np.uint32)
-  for i in range(256):
-    crc = i
-    for _ in range(8):
-      crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-    table[i] = crc
-  return table
-
-
-_TABLE = _crc32c_table()
-
-
-@numba.njit(cache=True)
-def _crc32c(data, lo, hi, table):
-  crc = np.uint32(0xFFFFFFFF)
-  for i in range(lo, hi):
-    crc = table[(crc ^ data[i]) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
-  return crc ^ np.uint32(0xFFFFFFFF)
-
-
-@numba.njit(cache=True)
-def _masked(crc):
-  rotated = ((crc >> np.uint32(15)) | (crc << np.uint32(17))) & np.uint32(0xFFFFFFFF)
-  return (np.uint64(rotated) + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)
-
-
-@numba.njit(cache=True)
-def frame_records(data, offsets, table, out):
-  """Frames records data[offsets[j]:offsets[j+1]] into `out`; returns its size."""
-  pos = 0
-  header = np.zeros(8, np.uint8)
-  for j in range(len(offsets) - 1):
-    lo = offsets[j]
-    hi = offsets[j + 1]
-    n = hi - lo
-    for k in range(8):
-      header[k] = (n >> (8 * k)) & 0xFF
-      out[pos + k] = header[k]
-    length_crc = _masked(_crc32c(header, 0, 8, table))
-    for k in range(4):
-      out[pos + 8 + k] = (length_crc >> np.uint64(8 * k)) & np.uint64(0xFF)
-    pos += 12
-    out[pos:pos + n] = data[lo:hi]
-    pos += n
-    data_crc = _masked(_crc32c(data, lo, hi, table))
-    for k in range(4):
-      out[pos + k] = (data_crc >> np.uint64(8 * k)) & np.uint64(0xFF)
-    pos += 4
-  return pos
+def masked_crc32c(data):
+  """The masked CRC32C a TFRecord frame stores for `data` (bytes)."""
+  crc = google_crc32c.value(data)
+  return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def framed(data, offsets):
   """Records data[offsets[j]:offsets[j + 1]] (data: uint8 array) as the bytes
   of a TFRecord file holding them."""
-  count = len(offsets) - 1
-  out = np.empty(int(offsets[-1] - offsets[0]) + 16 * count, np.uint8)
-  size = frame_records(data, offsets, _TABLE, out)
-  return out[:size].tobytes()
+  first = int(offsets[0])
+  raw = data[first:int(offsets[-1])].tobytes()
+  bounds = (np.asarray(offsets, np.int64) - first).tolist()
+  parts = []
+  for lo, hi in zip(bounds[:-1], bounds[1:]):
+    length = (hi - lo).to_bytes(8, "little")
+    record = raw[lo:hi]
+    parts += (length, masked_crc32c(length).to_bytes(4, "little"), record,
+              masked_crc32c(record).to_bytes(4, "little"))
+  return b"".join(parts)
 
 
 def count_records(f):
@@ -164,16 +126,13 @@ def first_damage(path):
       number += 1
       if len(header) < 12:
         return number, "the file ends inside its length field (truncated)"
-      head = np.frombuffer(header, np.uint8)
-      if int(_masked(_crc32c(head, 0, 8, _TABLE))) != int.from_bytes(header[8:], "little"):
+      if masked_crc32c(header[:8]) != int.from_bytes(header[8:], "little"):
         return number, "its length field fails its checksum (damaged)"
       length = int.from_bytes(header[:8], "little")
       body = f.read(length + 4)
       if len(body) < length + 4:
         return number, "the file ends inside it (truncated)"
-      data = np.frombuffer(body, np.uint8)
-      if int(_masked(_crc32c(data, 0, length, _TABLE))) != int.from_bytes(body[length:],
-                                                                           "little"):
+      if masked_crc32c(body[:length]) != int.from_bytes(body[length:], "little"):
         return number, "its data fails its checksum (damaged)"
 
 

@@ -165,6 +165,18 @@ def test_features_are_the_original_packing(tokenizer):
   assert (padding.input_ids, padding.label_id, padding.is_real_example) == ([0] * 4, 0, False)
 
 
+def test_pair_truncation_lengths_are_the_one_token_at_a_time_loop():
+  budgets, lengths = range(0, 14), range(0, 17)
+  for budget in budgets:
+    for len_a in lengths:
+      for len_b in range(1, 17):
+        tokens_a, tokens_b = list(range(len_a)), list(range(len_b))
+        classifier_features.truncate_seq_pair(tokens_a, tokens_b, budget)
+        got = classifier_features.truncated_pair_lengths(
+            np.array([len_a]), np.array([len_b]), budget)
+        assert (got[0][0], got[1][0]) == (len(tokens_a), len(tokens_b)), (len_a, len_b, budget)
+
+
 def test_batch_packing_is_the_original_packing(tokenizer):
   """pack_batch (the record writers' path) against convert_single_example,
   whose records match the original's (test_run_classifier.py): the cases

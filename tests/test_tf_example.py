@@ -1,12 +1,14 @@
-"""The one Example encoder (plumbing/tf_example.py) against protobuf itself,
-for every record format the project writes."""
+"""The Example encoder (plumbing/tf_example.py), in both its forms (NumPy and
+compiled), against protobuf itself, for every record format the project
+writes."""
+
+import copy
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from data_prep.pretraining import records as pretraining_records
-from plumbing import tf_example
 from tasks import swag
 from tasks.classification import features as classifier_features
 from tasks.squad import features as squad_features
@@ -50,9 +52,17 @@ def _protobuf(spec, row):
   return example
 
 
+def _encoding_with(spec, encoder):
+  """A copy of `spec` that encodes with `encoder` ("numpy" or "compiled")."""
+  spec = copy.copy(spec)
+  spec.compile_after_rows = 0 if encoder == "compiled" else 10**9
+  return spec
+
+
+@pytest.mark.parametrize("encoder", ["numpy", "compiled"])
 @pytest.mark.parametrize("name", sorted(SPECS))
-def test_records_are_what_protobuf_writes(name):
-  spec = SPECS[name]
+def test_records_are_what_protobuf_writes(name, encoder):
+  spec = _encoding_with(SPECS[name], encoder)
   rows = _random_rows(spec, 20, np.random.default_rng(len(name)))
   for record, row in zip(spec.encode(rows), rows):
     expected = _protobuf(spec, row)
@@ -79,9 +89,26 @@ def test_decode_gives_int32_and_the_shapes(name):
       np.testing.assert_array_equal(value, want.astype(np.int64).astype(np.int32))
 
 
-def test_batches_of_many_records_equal_one_at_a_time():
-  spec = SPECS["pretraining"]
+@pytest.mark.parametrize("encoder", ["numpy", "compiled"])
+def test_batches_of_many_records_equal_one_at_a_time(encoder):
+  spec = _encoding_with(SPECS["pretraining"], encoder)
   rows = _random_rows(spec, 300, np.random.default_rng(3))
   data, offsets = spec.encode_batch(*spec.columns_of(rows))
   one_by_one = [spec.encode([row])[0] for row in rows]
   assert [data[offsets[j]:offsets[j + 1]].tobytes() for j in range(300)] == one_by_one
+
+
+def test_the_compiled_encoder_starts_past_compile_after_rows(monkeypatch):
+  """Small work stays with NumPy (nothing to load); from compile_after_rows
+  rows on, the compiled encoder writes the same bytes."""
+  from plumbing import compiled_tf_example
+  calls = []
+  encode = compiled_tf_example.encode
+  monkeypatch.setattr(compiled_tf_example, "encode",
+                      lambda *args: calls.append(len(args[5])) or encode(*args))
+  spec = classifier_features.example_spec(12)
+  spec.compile_after_rows = 6
+  rows = _random_rows(spec, 3, np.random.default_rng(5))
+  written = [spec.encode(rows) for _ in range(3)]
+  assert calls == [3]  # Rows 1-3 and 4-6 by NumPy, 7-9 compiled.
+  assert written[0] == written[1] == written[2]

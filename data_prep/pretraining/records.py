@@ -28,11 +28,14 @@ FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions"
 def example_spec(max_seq_length, max_predictions_per_seq):
   """The record format, in the original's feature order."""
   seq, predictions = [max_seq_length], [max_predictions_per_seq]
-  return tf_example.ExampleSpec([
+  spec = tf_example.ExampleSpec([
       ("input_ids", "int64", seq), ("input_mask", "int64", seq),
       ("segment_ids", "int64", seq), ("masked_lm_positions", "int64", predictions),
       ("masked_lm_ids", "int64", predictions), ("masked_lm_weights", "float32", predictions),
       ("next_sentence_labels", "int64", [1])])
+  # The generator writes many records and has numba loaded already.
+  spec.compile_after_rows = 0
+  return spec
 
 
 def name_to_features(max_seq_length, max_predictions_per_seq):

@@ -5,12 +5,11 @@
 zero padding) and `file_based_convert_examples_to_features` keep the
 original `run_classifier.py`'s names and behaviour; the records hold what the
 original wrote. `pack_tokens` packs one example; `pack_batch` makes the
-same features for many examples at once from the tokenizer's compiled bulk
-path (the record writers here and SWAG's, and extract_features).
+same features for many examples at once, with the tokenizer's bulk path and
+array operations (the record writers here and SWAG's, and extract_features).
 """
 
 from absl import logging
-import numba
 import numpy as np
 
 from data_prep import tokenization
@@ -112,32 +111,16 @@ def pack_tokens(tokenizer, text_a, text_b, max_seq_length):
   return tokens, segment_ids
 
 
-@numba.njit(cache=True)
-def _pack_rows(flat_a, splits_a, flat_b, splits_b, cls_id, sep_id, ids, mask, segments):
-  """pack_tokens for every row, from token ids: truncation as
-  truncate_seq_pair, one token at a time."""
-  max_seq_length = ids.shape[1]
-  for i in range(ids.shape[0]):
-    len_a = splits_a[i + 1] - splits_a[i]
-    len_b = splits_b[i + 1] - splits_b[i]
-    if len_b:
-      while len_a + len_b > max_seq_length - 3:
-        if len_a > len_b:
-          len_a -= 1
-        else:
-          len_b -= 1
-    else:
-      len_a = min(len_a, max_seq_length - 2)
-    ids[i, 0] = cls_id
-    ids[i, 1:1 + len_a] = flat_a[splits_a[i]:splits_a[i] + len_a]
-    ids[i, 1 + len_a] = sep_id
-    used = 2 + len_a
-    if len_b:
-      ids[i, used:used + len_b] = flat_b[splits_b[i]:splits_b[i] + len_b]
-      ids[i, used + len_b] = sep_id
-      segments[i, used:used + len_b + 1] = 1
-      used += len_b + 1
-    mask[i, :used] = 1
+def truncated_pair_lengths(len_a, len_b, budget):
+  """The lengths truncate_seq_pair leaves (arrays, B non-empty): within
+  `budget`, the pair is kept; else a side no longer than half the budget
+  keeps its length and the other gets the rest; else both end at half (A
+  takes the odd token, as ties shorten B first)."""
+  fits = len_a + len_b <= budget
+  half = budget // 2
+  a = np.where(len_b <= half, budget - len_b, np.where(len_a <= half, len_a, budget - half))
+  a = np.where(fits, len_a, a)
+  return a, np.where(fits, len_b, budget - a)
 
 
 def pack_batch(tokenizer, texts_a, texts_b, max_seq_length):
@@ -146,13 +129,27 @@ def pack_batch(tokenizer, texts_a, texts_b, max_seq_length):
   (B None or empty: A alone), tokenized in two calls of the bulk path."""
   flat_a, splits_a = tokenizer.tokenize_to_ids_batch(texts_a)
   flat_b, splits_b = tokenizer.tokenize_to_ids_batch([t or "" for t in texts_b])
-  shape = (len(texts_a), max_seq_length)
-  ids, mask, segments = (np.zeros(shape, np.int64) for _ in range(3))
   cls_id, sep_id = tokenizer.convert_tokens_to_ids([tokenization.CLS_TOKEN,
                                                     tokenization.SEP_TOKEN])
-  _pack_rows(flat_a.astype(np.int64), splits_a, flat_b.astype(np.int64), splits_b, cls_id,
-             sep_id, ids, mask, segments)
-  return ids, mask, segments
+  len_a, len_b = np.diff(splits_a), np.diff(splits_b)
+  pair_a, pair_b = truncated_pair_lengths(len_a, len_b, max_seq_length - 3)
+  len_a = np.where(len_b > 0, pair_a, np.minimum(len_a, max_seq_length - 2))
+  len_b = np.where(len_b > 0, pair_b, 0)
+  # Row i: [CLS], len_a[i] tokens of A, [SEP], then len_b[i] of B and [SEP].
+  position = np.arange(max_seq_length)[None, :]
+  end_a = 1 + len_a[:, None]
+  end_b = end_a + 1 + len_b[:, None]
+  in_a = (position >= 1) & (position < end_a)
+  in_b = (position > end_a) & (position < end_b)
+  ids = np.zeros((len(texts_a), max_seq_length), np.int64)
+  ids[:, 0] = cls_id
+  ids[in_a] = flat_a[(splits_a[:-1, None] + position - 1)[in_a]]
+  ids[in_b] = flat_b[(splits_b[:-1, None] + position - end_a - 1)[in_b]]
+  ids[position == end_a] = sep_id
+  ids[(position == end_b) & (len_b[:, None] > 0)] = sep_id
+  mask = (position < np.where(len_b > 0, end_b[:, 0] + 1, end_a[:, 0] + 1)[:, None])
+  segments = (position > end_a) & mask
+  return ids, mask.astype(np.int64), segments.astype(np.int64)
 
 
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):

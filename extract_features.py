@@ -24,6 +24,7 @@ import tensorflow as tf
 from data_prep import tokenization
 import modeling
 from modeling import inference
+from modeling import training
 from plumbing import cli
 from plumbing import tf_example
 from plumbing.errors import UserError
@@ -102,9 +103,9 @@ def main(_):
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   tokenizer = run_flags.load_tokenizer(FLAGS, config)
   num_lines = feature_extraction.check_input(FLAGS.input_file)
-  with strategy.scope():
+  with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertModel(config)
-  modeling.load_checkpoint(model, FLAGS.init_checkpoint)
+  training.load_weights(model, FLAGS.init_checkpoint, deferred)
 
   pending = collections.deque()
   spec = tf.TensorSpec([FLAGS.max_seq_length], tf.int32)

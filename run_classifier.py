@@ -100,7 +100,8 @@ def main(_):
   seq = FLAGS.max_seq_length
   window_settings = (windows.WindowSettings(FLAGS.window_stride, FLAGS.max_windows)
                      if FLAGS.window_stride else None)
-  with strategy.scope():
+  # Weights a checkpoint replaces are not drawn first (only without training).
+  with strategy.scope(), modeling.deferred_initialization(not FLAGS.do_train) as deferred:
     if window_settings:
       model = modeling.BertWindowClassifier(
           config, task.num_labels, pooling=FLAGS.window_pooling,
@@ -162,7 +163,8 @@ def main(_):
                                                    lambda s: best.record(s, dev_results()))
                           ).step
   else:
-    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
+                                       deferred)
   if best and best.best_step is not None:
     step = best.restore()
 

@@ -172,12 +172,12 @@ def predict(strategy, model, tokenizer):
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, validate_flags)
-  with strategy.scope():
+  with strategy.scope(), modeling.deferred_initialization(not FLAGS.do_train) as deferred:
     model = modeling.BertSpanPredictor(config)
   if FLAGS.do_train:
     train(strategy, model, tokenizer)
   else:
-    training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+    training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint, deferred)
   if FLAGS.do_predict:
     predict(strategy, model, tokenizer)
   if FLAGS.export_dir:

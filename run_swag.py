@@ -56,7 +56,7 @@ def _examples(split):
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
-  with strategy.scope():
+  with strategy.scope(), modeling.deferred_initialization(not FLAGS.do_train) as deferred:
     model = modeling.BertMultipleChoice(config, num_choices=swag.NUM_CHOICES)
   seq = FLAGS.max_seq_length
 
@@ -83,7 +83,8 @@ def main(_):
                           run_flags.fine_tuning_settings(FLAGS, len(examples)),
                           counts=[("Num examples", len(examples))]).step
   else:
-    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
+                                       deferred)
 
   if FLAGS.do_eval:
     examples = _examples("dev")

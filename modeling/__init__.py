@@ -21,3 +21,4 @@ from modeling.checkpoints import load_original_checkpoint
 from modeling.checkpoints import save_checkpoint
 from modeling.checkpoints import save_original_checkpoint
 from modeling.config import BertConfig
+from modeling.layers import deferred_initialization

@@ -30,8 +30,9 @@ class CheckpointMismatchError(UserError):
 class LoadReport(object):
   """What a load did: names loaded, missing from the checkpoint, unused in it."""
 
-  def __init__(self, loaded, missing, unused):
+  def __init__(self, loaded, missing, unused, assigned=()):
     self.loaded = sorted(loaded)
+    self.assigned = list(assigned)  # The variables given a value.
     self.missing = sorted(missing)
     self.unused = sorted(unused)
 
@@ -96,7 +97,8 @@ def load_original_checkpoint(model, path, log=True):
   report = LoadReport(
       loaded=[n for n, _ in to_assign],
       missing=[n for n in names if n not in shapes],
-      unused=[n for n in shapes if n not in names and n != _OBJECT_GRAPH_KEY])
+      unused=[n for n in shapes if n not in names and n != _OBJECT_GRAPH_KEY],
+      assigned=[v for _, v in to_assign])
   if log:
     logging.info("Loaded %s:\n%s", prefix, report)
   return report
@@ -142,6 +144,19 @@ def load_checkpoint(model, path, log=True):
   if log:
     logging.info("Loaded object-based checkpoint %s.", prefix)
   return status
+
+
+def restored_all(loaded, variables):
+  """Whether a load (load_checkpoint's result) gave every one of `variables`
+  a value; for our checkpoints, whether it matched every object of the model."""
+  if isinstance(loaded, LoadReport):
+    assigned = {id(v) for v in loaded.assigned}
+    return all(id(v) in assigned for v in variables)
+  try:
+    loaded.assert_existing_objects_matched()
+  except AssertionError:
+    return False
+  return True
 
 
 class DamagedCheckpointError(UserError):

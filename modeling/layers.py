@@ -7,7 +7,9 @@ softmaxes run in float32 whatever the dtype policy, as mixed-precision
 training needs.
 """
 
+import contextlib
 import math
+import threading
 
 import keras
 import tensorflow as tf
@@ -69,6 +71,49 @@ def truncated_normal(stddev):
   return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+class DeferredInitialization(object):
+  """The random weights made inside `deferred_initialization()`: they hold
+  zeros until `initialize()` draws the values they would have had (each
+  initializer's seed was fixed when it was made)."""
+
+  def __init__(self):
+    self.pending = []
+
+  def initialize(self, except_for=()):
+    """Draws every pending weight but those in `except_for` (given values)."""
+    given = {id(v) for v in except_for}
+    for variable, initializer in self.pending:
+      if id(variable) not in given:
+        variable.assign(initializer(variable.shape, variable.dtype))
+    self.pending = []
+
+  def cancel(self):
+    """The weights were loaded: nothing to draw."""
+    self.pending = []
+
+
+_deferral = threading.local()
+
+
+@contextlib.contextmanager
+def deferred_initialization(enabled=True):
+  """Models built in this block skip drawing their random weights (yields a
+  DeferredInitialization, or None when not `enabled`).
+
+  For models whose weights a checkpoint is about to replace, as the
+  original's init_from_checkpoint replaced the initializers: drawing
+  BERT-Base's 110M truncated-normal values took 2.4 of the 3.0 s its
+  construction took. Whoever defers must initialize() unless every deferred
+  weight is then loaded (training.load_weights does).
+  """
+  previous = getattr(_deferral, "active", None)
+  _deferral.active = DeferredInitialization() if enabled else None
+  try:
+    yield _deferral.active
+  finally:
+    _deferral.active = previous
+
+
 class Layer(keras.layers.Layer):
   """Every layer here makes its weights and sublayers in __init__: there is
   nothing to build. Saying so spares Keras's build by symbolic tracing,
@@ -78,6 +123,14 @@ class Layer(keras.layers.Layer):
 
   def build(self, input_shape=None):
     self.built = True
+
+  def add_weight(self, *args, initializer=None, **kwargs):
+    deferral = getattr(_deferral, "active", None)
+    if deferral is None or isinstance(initializer, str):  # "zeros", "ones": cheap.
+      return super().add_weight(*args, initializer=initializer, **kwargs)
+    variable = super().add_weight(*args, initializer="zeros", **kwargs)
+    deferral.pending.append((variable, initializer))
+    return variable
 
 
 class Dropout(Layer):

@@ -383,17 +383,32 @@ def _resume_advice(manager, ckpt_dir):
           (latest, state, os.path.basename(earlier[-1])))
 
 
-def load_for_inference(model, output_dir, init_checkpoint=None):
+def load_for_inference(model, output_dir, init_checkpoint=None, deferred=None):
   """Loads the latest checkpoint of `output_dir`, else `init_checkpoint`
   (else the model keeps its initialisation); returns the global step, which
-  is 0 unless the weights come from a training run in `output_dir`."""
+  is 0 unless the weights come from a training run in `output_dir`.
+  `deferred`: as load_weights'."""
   latest = tf.train.latest_checkpoint(output_dir)
-  if latest:
-    checkpoints.load_checkpoint(model, latest)
-    return latest_checkpoint_step(output_dir)
-  if init_checkpoint:
-    checkpoints.load_checkpoint(model, init_checkpoint)
-  return 0
+  load_weights(model, latest or init_checkpoint, deferred)
+  return latest_checkpoint_step(output_dir) if latest else 0
+
+
+def load_weights(model, checkpoint, deferred=None):
+  """Loads `checkpoint` (either kind; None: nothing) into `model`.
+
+  `deferred`: the model's random weights not drawn yet
+  (layers.deferred_initialization); they are drawn, as they would have been,
+  unless the checkpoint gave every one of them its value.
+  """
+  if checkpoint:
+    loaded = checkpoints.load_checkpoint(model, checkpoint)
+    if deferred and checkpoints.restored_all(loaded, [v for v, _ in deferred.pending]):
+      deferred.cancel()
+    elif deferred:  # Draw them all, then load again over the drawn ones.
+      deferred.initialize()
+      checkpoints.load_checkpoint(model, checkpoint, log=False)
+  elif deferred:
+    deferred.initialize()
 
 
 def latest_checkpoint_step(output_dir):

@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from modeling import fused
+from modeling import layers
 from plumbing import files
 from serving import tokenizer as tokenizer_lib
 
@@ -108,12 +109,14 @@ def in_precision(model, precision, build):
   previous = keras.config.dtype_policy()
   keras.config.set_dtype_policy(precision)
   try:
-    copy = build()
+    with layers.deferred_initialization() as deferred:  # Every weight is copied below.
+      copy = build()
   finally:
     keras.config.set_dtype_policy(previous)
   targets = copy.original_names()
   for name, variable in model.original_names().items():
     targets[name].assign(tf.cast(variable, targets[name].dtype))
+  deferred.initialize(except_for=targets.values())
   return copy
 
 

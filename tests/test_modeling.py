@@ -272,3 +272,44 @@ def test_inference_moves_heads_as_words(dtype):
         tf.TensorSpec([1, 3, 8], tf.float32), tf.TensorSpec([1, 1, 1, 3], tf.float32)).graph
     transposes = [op for op in graph.get_operations() if op.type == "Transpose"]
     assert [op.get_attr("T") for op in transposes] == [moved_as] * 4
+
+
+def test_deferred_weights_are_drawn_as_at_construction_unless_loaded(tmp_path, monkeypatch):
+  """Built under deferred_initialization, a model draws no random value until
+  load_weights: the checkpoint's values where it has them, elsewhere exactly
+  what construction would have drawn."""
+  import keras
+  from modeling import training
+
+  def build(deferred):
+    keras.utils.set_random_seed(3)
+    with modeling.deferred_initialization(deferred) as deferral:
+      return modeling.BertClassifier(_config(), num_labels=3), deferral
+
+  drawn = build(False)[0].original_names()
+  # No checkpoint: every weight drawn, as at construction.
+  model, deferral = build(True)
+  assert not np.any(model.original_names()["output_weights"].numpy())
+  training.load_weights(model, None, deferral)
+  for name, variable in model.original_names().items():
+    np.testing.assert_array_equal(variable.numpy(), drawn[name].numpy(), err_msg=name)
+  # A checkpoint of the encoder alone: it is loaded, the head drawn.
+  encoder = modeling.BertModel(_config())
+  modeling.load_original_checkpoint(encoder, _ckpt(), log=False)
+  prefix = modeling.save_original_checkpoint(encoder, str(tmp_path / "bert" / "model.ckpt"))
+  model, deferral = build(True)
+  training.load_weights(model, prefix, deferral)
+  reader = tf.train.load_checkpoint(prefix)
+  assert not reader.has_tensor("output_weights")
+  for name, variable in model.original_names().items():
+    want = reader.get_tensor(name) if reader.has_tensor(name) else drawn[name].numpy()
+    np.testing.assert_array_equal(variable.numpy(), want, err_msg=name)
+  # Checkpoints holding every weight (ours, the original's format): nothing drawn.
+  for prefix in (modeling.save_checkpoint(model, str(tmp_path / "ours" / "ckpt-1")),
+                 modeling.save_original_checkpoint(model, str(tmp_path / "tf1" / "model.ckpt"))):
+    again, deferral = build(True)
+    monkeypatch.setattr(deferral, "initialize", lambda: pytest.fail("drew loaded weights"))
+    training.load_weights(again, prefix, deferral)
+    assert not deferral.pending
+    for a, b in zip(model.weights, again.weights):
+      np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -100,8 +100,8 @@ def main(_):
   seq = FLAGS.max_seq_length
   window_settings = (windows.WindowSettings(FLAGS.window_stride, FLAGS.max_windows)
                      if FLAGS.window_stride else None)
-  # Weights a checkpoint replaces are not drawn first (only without training).
-  with strategy.scope(), modeling.deferred_initialization(not FLAGS.do_train) as deferred:
+  # Weights a checkpoint gives are not drawn first (training.load_weights).
+  with strategy.scope(), modeling.deferred_initialization() as deferred:
     if window_settings:
       model = modeling.BertWindowClassifier(
           config, task.num_labels, pooling=FLAGS.window_pooling,
@@ -143,7 +143,7 @@ def main(_):
                                 FLAGS.early_stopping_patience)
   if FLAGS.do_train and best and best.stopped_at:
     logging.info("This run stopped early at step %d before.", best.stopped_at)
-    step = training.load_for_inference(model, FLAGS.output_dir)
+    step = training.load_for_inference(model, FLAGS.output_dir, deferred=deferred)
   elif FLAGS.do_train:
     examples = glue.check_examples(task.get_train_examples(FLAGS.data_dir),
                                    "The training data")
@@ -160,8 +160,8 @@ def main(_):
                           dataset_fn, run_flags.fine_tuning_settings(FLAGS, len(examples)),
                           counts=[("Num examples", len(examples))],
                           evaluate_every=best and (FLAGS.eval_every_steps,
-                                                   lambda s: best.record(s, dev_results()))
-                          ).step
+                                                   lambda s: best.record(s, dev_results())),
+                          deferred=deferred).step
   else:
     step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
                                        deferred)

@@ -20,6 +20,7 @@ import tensorflow as tf
 from data_prep import tokenization
 from data_prep.pretraining import dataset as pretraining_dataset
 from data_prep.pretraining import dynamic_masking
+import modeling
 from modeling import losses
 from modeling import pretraining
 from modeling import training
@@ -80,7 +81,7 @@ def main(_):
   pretraining_dataset.check_record_shapes(input_files, FLAGS.max_seq_length,
                                           FLAGS.max_predictions_per_seq)
   files.makedirs(FLAGS.output_dir)
-  with strategy.scope():
+  with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = pretraining.create_pretrainer(config, FLAGS.pretraining_objective)
 
   step = 0
@@ -96,12 +97,13 @@ def main(_):
     settings = run_flags.training_settings(FLAGS, num_train_steps=FLAGS.num_train_steps,
                                            num_warmup_steps=FLAGS.num_warmup_steps)
     step = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn,
-                          settings).step
+                          settings, deferred=deferred).step
   elif FLAGS.do_eval:
     latest = tf.train.latest_checkpoint(FLAGS.output_dir)
     if not latest and not FLAGS.init_checkpoint:
       raise UserError("--do_eval needs a checkpoint in --output_dir or --init_checkpoint.")
-    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint)
+    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
+                                       deferred)
 
   if FLAGS.do_eval:
     dataset = pretraining_dataset.pretraining_dataset(

@@ -114,7 +114,7 @@ def _convert(examples, tokenizer, is_training, output_fn):
       is_training=is_training, output_fn=output_fn)
 
 
-def train(strategy, model, tokenizer):
+def train(strategy, model, tokenizer, deferred=None):
   examples = squad_examples.read_squad_examples(
       FLAGS.train_file, is_training=True,
       version_2_with_negative=FLAGS.version_2_with_negative)
@@ -134,7 +134,7 @@ def train(strategy, model, tokenizer):
     return tf_example.batched(records, per_replica_batch, drop_remainder=True,
                               trim_to_multiple=_trim_to_multiple())
   return training.train(strategy, model, losses.SpanLoss(), dataset_fn, settings,
-                        counts=counts)
+                        counts=counts, deferred=deferred)
 
 
 def predict(strategy, model, tokenizer):
@@ -172,10 +172,10 @@ def predict(strategy, model, tokenizer):
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, validate_flags)
-  with strategy.scope(), modeling.deferred_initialization(not FLAGS.do_train) as deferred:
+  with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertSpanPredictor(config)
   if FLAGS.do_train:
-    train(strategy, model, tokenizer)
+    train(strategy, model, tokenizer, deferred)
   else:
     training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint, deferred)
   if FLAGS.do_predict:

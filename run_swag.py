@@ -56,7 +56,7 @@ def _examples(split):
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
-  with strategy.scope(), modeling.deferred_initialization(not FLAGS.do_train) as deferred:
+  with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertMultipleChoice(config, num_choices=swag.NUM_CHOICES)
   seq = FLAGS.max_seq_length
 
@@ -81,7 +81,7 @@ def main(_):
                                 group_by_length=FLAGS.group_by_length)
     step = training.train(strategy, model, losses.ClassifierLoss(), dataset_fn,
                           run_flags.fine_tuning_settings(FLAGS, len(examples)),
-                          counts=[("Num examples", len(examples))]).step
+                          counts=[("Num examples", len(examples))], deferred=deferred).step
   else:
     step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
                                        deferred)

@@ -146,14 +146,11 @@ def load_checkpoint(model, path, log=True):
   return status
 
 
-def restored_all(loaded, variables):
-  """Whether a load (load_checkpoint's result) gave every one of `variables`
-  a value; for our checkpoints, whether it matched every object of the model."""
-  if isinstance(loaded, LoadReport):
-    assigned = {id(v) for v in loaded.assigned}
-    return all(id(v) in assigned for v in variables)
+def matched_every_object(status):
+  """Whether a load of our checkpoint (load_checkpoint's result) gave every
+  object of the model its value."""
   try:
-    loaded.assert_existing_objects_matched()
+    status.assert_existing_objects_matched()
   except AssertionError:
     return False
   return True

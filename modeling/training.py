@@ -202,7 +202,7 @@ class TrainResult(object):
 
 
 def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=None,
-          stop_after_steps=None, evaluate_every=None):
+          stop_after_steps=None, evaluate_every=None, deferred=None):
   """Trains `model` (built under `strategy.scope()`) to
   `settings.num_train_steps`, resuming from the latest checkpoint in
   `settings.output_dir` (else starting from `settings.init_checkpoint`).
@@ -217,17 +217,17 @@ def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=N
   callback(step) runs every that many steps and at the end, and returning
   True stops training there (early stopping; a checkpoint is saved). While
   it trains, another run cannot train into the same output_dir
-  (plumbing/run_lock.py).
+  (plumbing/run_lock.py). `deferred`: as load_weights'.
   """
   files.makedirs(settings.output_dir)
   lock = run_lock.hold(settings.output_dir) if _is_chief(strategy) else contextlib.nullcontext()
   with lock:
     return _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
-                  stop_after_steps, evaluate_every)
+                  stop_after_steps, evaluate_every, deferred)
 
 
 def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
-           stop_after_steps, evaluate_every):
+           stop_after_steps, evaluate_every, deferred):
   num_train_steps = settings.num_train_steps
   logging.info("***** Running training *****")
   for name, count in counts:
@@ -263,8 +263,10 @@ def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
                                       _resume_advice(manager, ckpt_dir)):
       checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
     logging.info("Resuming from %s at step %d.", manager.latest_checkpoint, int(step_var.numpy()))
-  elif settings.init_checkpoint:
-    checkpoints.load_checkpoint(model, settings.init_checkpoint)
+    if deferred:
+      deferred.cancel()
+  else:
+    load_weights(model, settings.init_checkpoint, deferred)
   start_step = int(step_var.numpy())
   if start_step >= num_train_steps:
     logging.info("Already at step %d of %d.", start_step, num_train_steps)
@@ -397,18 +399,23 @@ def load_weights(model, checkpoint, deferred=None):
   """Loads `checkpoint` (either kind; None: nothing) into `model`.
 
   `deferred`: the model's random weights not drawn yet
-  (layers.deferred_initialization); they are drawn, as they would have been,
-  unless the checkpoint gave every one of them its value.
+  (layers.deferred_initialization); those the checkpoint does not give a
+  value are drawn, as they would have been at construction.
   """
-  if checkpoint:
-    loaded = checkpoints.load_checkpoint(model, checkpoint)
-    if deferred and checkpoints.restored_all(loaded, [v for v, _ in deferred.pending]):
-      deferred.cancel()
-    elif deferred:  # Draw them all, then load again over the drawn ones.
+  if not checkpoint:
+    if deferred:
       deferred.initialize()
-      checkpoints.load_checkpoint(model, checkpoint, log=False)
-  elif deferred:
+    return
+  loaded = checkpoints.load_checkpoint(model, checkpoint)
+  if not deferred:
+    return
+  if isinstance(loaded, checkpoints.LoadReport):  # The original's format: by name.
+    deferred.initialize(except_for=loaded.assigned)
+  elif checkpoints.matched_every_object(loaded):
+    deferred.cancel()
+  else:  # Draw them all, then load again over the drawn ones.
     deferred.initialize()
+    checkpoints.load_checkpoint(model, checkpoint, log=False)
 
 
 def latest_checkpoint_step(output_dir):

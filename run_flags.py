@@ -54,7 +54,9 @@ flags.DEFINE_bool("pad_to_max_seq_length", None,
                   "Run every batch at --max_seq_length, as the original. Otherwise "
                   "each batch runs at the length of its longest real row, rounded up "
                   "to --padding_multiple (the same results: padding is masked out), "
-                  "and evaluation and prediction batch examples of similar length. "
+                  "and evaluation and prediction batch examples of similar length "
+                  "(shorter rows, more of them: up to the token positions of a batch "
+                  "at --max_seq_length). "
                   "Default: True on TPUs (--use_tpu or --distribution_strategy=tpu; "
                   "they want static shapes) and in run_squad.py (its span head scores "
                   "padding positions too, as the original's), else False.")

@@ -290,14 +290,27 @@ def length_grouped_batches(records, batch_size, multiple, index_name="example_in
   """Batches of records of about the same length, each trimmed to it; every
   record gets its position in `records` as the feature `index_name`, so that
   outputs can be put back in order. Records whose lengths round up to the
-  same multiple share batches of up to `batch_size`, the rest are flushed
-  at the end: no batch carries a column of padding that no row needs."""
+  same multiple share a batch, the rest are flushed at the end: no batch
+  carries a column of padding that no row needs.
+
+  `batch_size` counts rows at the padded length: a batch of shorter rows
+  holds more of them, up to the same number of token positions (a batch of
+  16-token rows from 128-token records holds 8x the rows). Its activations
+  take no more memory than a padded batch's, and the larger products run
+  faster per row (bench/README.md)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   def with_index(index, features):
     return dict(features, **{index_name: tf.cast(index, tf.int32)})
 
+  padded = records.element_spec["input_mask"].shape[-1] or multiple  # Unknown: no more rows.
+
+  def rows_per_batch(bucket):
+    width = tf.maximum(bucket, 1) * multiple
+    return tf.maximum(tf.constant(batch_size, tf.int64), batch_size * padded // width)
+
   d = records.enumerate().map(with_index)
-  d = d.group_by_window(key_func=lambda f: _length_bucket(f, multiple), window_size=batch_size,
-                        reduce_func=lambda _, window: window.batch(batch_size))
+  d = d.group_by_window(key_func=lambda f: _length_bucket(f, multiple),
+                        window_size_func=rows_per_batch,
+                        reduce_func=lambda _, window: window.batch(batch_size * padded))
   return d.map(lambda f: trim_padding(f, multiple)).prefetch(tf.data.AUTOTUNE)

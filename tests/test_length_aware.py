@@ -58,12 +58,20 @@ def test_length_groups_hold_every_record_once_in_batches_of_one_length():
   batches = list(tf_example.length_grouped_batches(_dataset(_features(lengths)), 4, 8))
   index = np.concatenate([b["example_index"].numpy() for b in batches])
   assert sorted(index.tolist()) == list(range(50))
+  sizes = {}
   for batch in batches:
     width = batch["input_ids"].shape[1]
     real = lengths[batch["example_index"].numpy()]
     assert width % 8 == 0 and width <= SEQ
     assert ((real + 7) // 8 * 8 == width).all()  # Every row needs the width.
-    assert len(real) <= 4
+    sizes.setdefault(width, []).append(len(real))
+  # Up to 4 rows' worth of padded positions (4 * 40): 20 rows of width 8,
+  # 10 of 16, 6 of 24, 5 of 32, 4 of 40; only a width's last batch is short.
+  for width, counts in sizes.items():
+    full = {8: 20, 16: 10, 24: 6, 32: 5, 40: 4}[width]
+    assert counts[:-1] == [full] * (len(counts) - 1) and 0 < counts[-1] <= full
+    assert sum(counts) == sum((lengths + 7) // 8 * 8 == width)
+  assert max(len(c) for c in sizes.values()) > 1  # Some width filled a batch.
 
 
 @pytest.fixture(scope="module")

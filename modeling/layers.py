@@ -36,9 +36,10 @@ def get_activation(name):
   raise ValueError("Unsupported activation: %s" % name)
 
 
-def move_heads(x, perm, training):
-  """tf.transpose(x, perm) of a 4-D tensor with perm[-1] == 3; outside
-  training, done on the values' bits.
+def _values_per_word(dtype, head_size, training):
+  """Attention heads are rearranged (transposed) on their values' bits
+  outside training: this many values move as one float64 word (0: move
+  them as they are).
 
   With oneDNN on, TensorFlow transposes float32 and bfloat16 tensors with a
   oneDNN reorder whose fixed cost dominates at the sizes a request or an
@@ -50,19 +51,23 @@ def move_heads(x, perm, training):
   without dropout, say) move back the same way. Training keeps tf.transpose,
   as do TPUs, which have no float64.
   """
-  per_word = 8 // x.dtype.size if x.dtype.size in (2, 4) else 0
-  if (training or not per_word or x.shape[-1] is None or x.shape[-1] % per_word or
+  per_word = 8 // dtype.size if dtype.size in (2, 4) else 0
+  if (training or not per_word or head_size is None or head_size % per_word or
       isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)):
-    return tf.transpose(x, perm)
+    return 0
+  return per_word
+
+
+def transpose_words(x, perm):
+  """x [a, b, c, d, values_per_word] with its first four axes transposed by
+  `perm`, each word's values moved together as one float64 (see
+  _values_per_word); the gradient moves back the same way."""
   inverse = [list(perm).index(axis) for axis in range(len(perm))]
 
   @tf.custom_gradient
   def move(x):
-    shape = tf.shape(x)
-    words = tf.bitcast(tf.reshape(x, tf.concat([shape[:-1], [-1, per_word]], 0)), tf.float64)
-    moved = tf.bitcast(tf.transpose(words, perm), x.dtype)
-    return (tf.reshape(moved, tf.gather(shape, perm)),
-            lambda dy: move_heads(dy, inverse, training))
+    moved = tf.bitcast(tf.transpose(tf.bitcast(x, tf.float64), perm), x.dtype)
+    return moved, lambda dy: transpose_words(dy, inverse)
   return move(x)
 
 
@@ -250,24 +255,52 @@ class SelfAttention(Layer):
     self.value = Dense(hidden, hidden, initializer_range=r, name="value")
     self.dropout = Dropout(config.attention_probs_dropout_prob)
 
-  def _heads(self, x, dense, training):
-    """x [batch, length, hidden] through `dense`, as [batch, heads, length, head_size]."""
-    shape = tf.shape(x)
-    y = dense(tf.reshape(x, [-1, x.shape[-1]]))
-    return move_heads(tf.reshape(y, [shape[0], shape[1], self.num_heads, self.head_size]),
-                      [0, 2, 1, 3], training)
+  def _heads(self, rows, dense, batch, length, training):
+    """[batch * length, hidden] rows through `dense`, as [batch, heads,
+    length, head_size]: one reshape there and one transpose (of float64
+    words outside training, see _values_per_word)."""
+    y = dense(rows)
+    per_word = _values_per_word(y.dtype, self.head_size, training)
+    if not per_word:
+      return tf.transpose(tf.reshape(y, [batch, length, self.num_heads, self.head_size]),
+                          [0, 2, 1, 3])
+    words = tf.reshape(y, [batch, length, self.num_heads, self.head_size // per_word,
+                           per_word])
+    return tf.reshape(transpose_words(words, [0, 2, 1, 3]),
+                      [batch, self.num_heads, length, self.head_size])
+
+  def _rows(self, context, batch, length, training):
+    """[batch, heads, length, head_size] -> [batch * length, hidden]."""
+    per_word = _values_per_word(context.dtype, self.head_size, training)
+    if per_word:
+      words = tf.reshape(context, [batch, self.num_heads, length,
+                                   self.head_size // per_word, per_word])
+      context = transpose_words(words, [0, 2, 1, 3])
+    else:
+      context = tf.transpose(context, [0, 2, 1, 3])
+    return tf.reshape(context, [-1, self.num_heads * self.head_size])
 
   def call(self, x, mask_adder, training=False, queries=None):
-    """Attends from `queries` (default: x itself) to every position of x."""
-    queries = x if queries is None else queries
-    q = self._heads(queries, self.query, training)
-    k, v = self._heads(x, self.key, training), self._heads(x, self.value, training)
+    """Attends from `queries` (default: x itself) to every position of x;
+    returns [batch * queries, hidden] rows, as the original's attention did.
+    Each shape is read once: the layer's reshapes are then no more than its
+    products and transposes need."""
+    hidden = x.shape[-1]
+    batch, length = tf.unstack(tf.shape(x)[:2])
+    rows = tf.reshape(x, [-1, hidden])
+    k = self._heads(rows, self.key, batch, length, training)
+    v = self._heads(rows, self.value, batch, length, training)
+    if queries is None:
+      query_length = length
+      q = self._heads(rows, self.query, batch, length, training)
+    else:
+      query_length = tf.shape(queries)[1]
+      q = self._heads(tf.reshape(queries, [-1, hidden]), self.query, batch, query_length,
+                      training)
     scores = tf.matmul(q, k, transpose_b=True)  # [batch, heads, queries, keys]
     probs = fused.attention_softmax(scores, mask_adder, 1.0 / math.sqrt(float(self.head_size)))
     probs = self.dropout(probs, training=training)
-    context = move_heads(tf.matmul(probs, v), [0, 2, 1, 3], training)
-    shape = tf.shape(queries)
-    return tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
+    return self._rows(tf.matmul(probs, v), batch, query_length, training)
 
 
 class TransformerLayer(Layer):
@@ -292,13 +325,15 @@ class TransformerLayer(Layer):
     """With `positions` [batch, k], only those positions are computed (each
     still attends to all of x): [batch, k, hidden] instead of [batch, seq,
     hidden], for a last layer whose other positions nothing reads."""
-    queries = x if positions is None else gather_positions(x, positions)
+    queries = None if positions is None else gather_positions(x, positions)
     attended = self.attention(x, mask_adder, training=training, queries=queries)
+    queries = x if queries is None else queries
+    # [batch * length, hidden] rows from here on, as in the original.
     attended = self.dropout(self.attention_output(attended), training=training)
-    attended = self.attention_layer_norm(attended + queries)
+    attended = self.attention_layer_norm(attended + tf.reshape(queries, [-1, x.shape[-1]]))
     hidden = self.output_dense(self.intermediate(attended))
     hidden = self.dropout(hidden, training=training)
-    return self.output_layer_norm(hidden + attended)
+    return tf.reshape(self.output_layer_norm(hidden + attended), tf.shape(queries))
 
   def original_names(self, prefix):
     """{original checkpoint name: variable} for this layer."""

@@ -248,22 +248,25 @@ def test_inference_moves_heads_as_words(dtype):
   from modeling import layers
   rng = np.random.default_rng(0)
   width = {tf.float32: np.uint32, tf.bfloat16: np.uint16, tf.float16: np.uint16}[dtype]
-  bits = rng.integers(0, np.iinfo(width).max, size=(2, 5, 3, 8), dtype=width)
-  bits[0, 0, 0, :3] = [1, np.iinfo(width).max, np.iinfo(width).max // 2 + 2]
+  per_word = 8 // dtype.size
+  bits = rng.integers(0, np.iinfo(width).max, size=(2, 5, 3, 8 // per_word, per_word),
+                      dtype=width)
+  bits[0, 0, 0, 0, :2] = [1, np.iinfo(width).max]
+  bits[0, 0, 1, 0, :2] = [np.iinfo(width).max // 2 + 2, 1]
   x = tf.bitcast(tf.constant(bits), dtype)
-  for training in (False, True):
-    got = tf.function(lambda x, t=training: layers.move_heads(x, [0, 2, 1, 3], t))(x)
-    assert got.dtype == dtype and got.shape == (2, 3, 5, 8)
-    np.testing.assert_array_equal(tf.bitcast(got, tf.as_dtype(width)).numpy(),
-                                  np.transpose(bits, [0, 2, 1, 3]))
+  got = tf.function(lambda x: layers.transpose_words(x, [0, 2, 1, 3]))(x)
+  assert got.dtype == dtype and got.shape == (2, 3, 5, 8 // per_word, per_word)
+  np.testing.assert_array_equal(tf.bitcast(got, tf.as_dtype(width)).numpy(),
+                                np.transpose(bits, [0, 2, 1, 3, 4]))
   # Gradients without dropout (training=False) move back the same way.
-  y = tf.cast(tf.reshape(tf.range(240), [2, 5, 3, 8]), dtype)
-  weights = tf.cast(tf.reshape(tf.range(240) % 7, [2, 3, 5, 8]), dtype)
+  y = tf.cast(tf.reshape(tf.range(240), [2, 5, 3, 8 // per_word, per_word]), dtype)
+  weights = tf.cast(tf.reshape(tf.range(240) % 7, [2, 3, 5, 8 // per_word, per_word]), dtype)
   with tf.GradientTape() as tape:
     tape.watch(y)
-    total = tf.reduce_sum(layers.move_heads(y, [0, 2, 1, 3], False) * weights)
-  np.testing.assert_array_equal(tf.cast(tape.gradient(total, y), tf.float32).numpy(),
-                                np.transpose(tf.cast(weights, tf.float32).numpy(), [0, 2, 1, 3]))
+    total = tf.reduce_sum(layers.transpose_words(y, [0, 2, 1, 3]) * weights)
+  np.testing.assert_array_equal(
+      tf.cast(tape.gradient(total, y), tf.float32).numpy(),
+      np.transpose(tf.cast(weights, tf.float32).numpy(), [0, 2, 1, 3, 4]))
   attention = layers.SelfAttention(modeling.BertConfig(
       vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
       intermediate_size=8))

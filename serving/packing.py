@@ -41,34 +41,42 @@ def pack_pair(ids_a, ids_b, max_seq_length, cls_id, sep_id):
   ids_a, ids_b: int32 RaggedTensors [batch, (tokens)]; ids_b may be None. A
   row whose B has no tokens is packed as a single sentence, as the original
   does for an empty `text_b`.
+
+  Built as one gather over a [batch, max_seq_length] grid of positions, not
+  with ragged concatenation: a served request runs every op of this once,
+  and the ragged ops cost about twenty times as many.
   """
   ids_a = tf.cast(ids_a, tf.int32)
-  batch = ids_a.nrows(out_type=tf.int32)
   len_a = tf.cast(ids_a.row_lengths(), tf.int32)
+  start_a = tf.cast(ids_a.row_starts(), tf.int32)
   if ids_b is None:
-    ids_b = tf.RaggedTensor.from_row_lengths(
-        tf.zeros([0], tf.int32), tf.zeros([batch], tf.int64))
-  ids_b = tf.cast(ids_b, tf.int32)
-  len_b = tf.cast(ids_b.row_lengths(), tf.int32)
+    flat_b, len_b, start_b = tf.zeros([0], tf.int32), tf.zeros_like(len_a), tf.zeros_like(len_a)
+  else:
+    flat_b = tf.cast(ids_b.flat_values, tf.int32)
+    len_b = tf.cast(ids_b.row_lengths(), tf.int32)
+    start_b = tf.cast(ids_b.row_starts(), tf.int32)
   has_b = len_b > 0
   pair_a, pair_b = truncated_pair_lengths(len_a, len_b, max_seq_length - 3)
-  keep_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))
-  keep_b = tf.where(has_b, pair_b, 0)
-
-  def column(value):
-    return tf.RaggedTensor.from_tensor(tf.fill([batch, 1], value))
-
-  sep_b = tf.ragged.boolean_mask(column(sep_id), has_b[:, None])
-  tokens = tf.concat([column(cls_id), _first(ids_a, keep_a), column(sep_id),
-                      _first(ids_b, keep_b), sep_b], axis=1)
-  segments = tf.concat([tf.zeros_like(column(0)), tf.zeros_like(_first(ids_a, keep_a)),
-                        tf.zeros_like(column(0)), tf.ones_like(_first(ids_b, keep_b)),
-                        tf.ones_like(sep_b)], axis=1)
-  shape = [batch, max_seq_length]
-  input_ids = tokens.to_tensor(0, shape=shape)
-  input_mask = tf.ones_like(tokens).to_tensor(0, shape=shape)
-  segment_ids = segments.to_tensor(0, shape=shape)
-  return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+  keep_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))[:, None]
+  keep_b = tf.where(has_b, pair_b, 0)[:, None]
+  has_b = has_b[:, None]
+  # Each row is [CLS] A [SEP] (B [SEP]) then padding; B starts at keep_a + 2.
+  position = tf.range(max_seq_length)[None, :]
+  b_start = keep_a + 2
+  length = tf.where(has_b, b_start + keep_b + 1, b_start)
+  in_a = (position >= 1) & (position <= keep_a)
+  in_b = (position >= b_start) & (position < b_start + keep_b)
+  is_sep = tf.equal(position, keep_a + 1) | (has_b & tf.equal(position, b_start + keep_b))
+  # One table to gather from: padding, [CLS], [SEP], then A's and B's ids.
+  table = tf.concat([[0, cls_id, sep_id], ids_a.flat_values, flat_b], axis=0)
+  first_b = 3 + tf.size(ids_a.flat_values, out_type=tf.int32)
+  index = tf.where(in_a, 2 + start_a[:, None] + position,
+                   tf.where(in_b, first_b + start_b[:, None] + position - b_start,
+                            tf.where(is_sep, 2, tf.cast(tf.equal(position, 0), tf.int32))))
+  is_real = position < length
+  return {"input_ids": tf.gather(table, index),
+          "input_mask": tf.cast(is_real, tf.int32),
+          "segment_ids": tf.cast(is_real & has_b & (position >= b_start), tf.int32)}
 
 
 def pack_windows(ids_a, ids_b, max_seq_length, cls_id, sep_id, stride, max_windows):

@@ -441,17 +441,27 @@ class GraphTokenizer(tf.Module):
 
     Words that must become [UNK] are replaced by "[UNK]" first: the ones over
     200 code points, and (only to save time) the ones with a character that
-    is in no vocabulary entry, which no segmentation can cover.
+    is in no vocabulary entry, which no segmentation can cover. Flat values
+    and row splits throughout: ragged reductions and gathers would add tens
+    of shape checks to every served request.
     """
     distinct, index = tf.unique(words.flat_values)
     chars = tf.strings.unicode_decode(distinct, "UTF-8")
-    unknown_char = chars.with_flat_values(
-        tf.equal(self._vocab_chars(chars.flat_values), 0))
-    unknown = (chars.row_lengths() > _MAX_WORD_CHARS) | tf.reduce_any(
-        unknown_char, axis=1)
+    splits = chars.row_splits
+    unknown_chars = tf.cumsum(tf.cast(
+        tf.equal(self._vocab_chars(chars.flat_values), 0), tf.int64))
+    unknown_chars = tf.concat([[0], unknown_chars], axis=0)
+    unknown = (splits[1:] - splits[:-1] > _MAX_WORD_CHARS) | (
+        tf.gather(unknown_chars, splits[1:]) > tf.gather(unknown_chars, splits[:-1]))
     distinct = tf.where(unknown, tokenization.UNK_TOKEN, distinct)
-    pieces = tf.gather(self._wordpiece.tokenize(distinct), index)
-    return words.with_flat_values(pieces).merge_dims(1, 2)
+    pieces = self._wordpiece.tokenize(distinct)
+    # Each word's pieces, read from its distinct word's run.
+    starts = tf.gather(pieces.row_splits[:-1], index)
+    counts = tf.gather(pieces.row_splits[1:], index) - starts
+    flat = tf.gather(pieces.flat_values, tf.ragged.range(starts, starts + counts).flat_values)
+    text_ends = tf.concat([[0], tf.cumsum(counts)], axis=0)
+    return tf.RaggedTensor.from_row_splits(
+        flat, tf.gather(text_ends, words.row_splits), validate=False)
 
   def _rewrite_final_sigmas(self, values, row_splits):
     texts = tf.strings.unicode_encode(

@@ -239,6 +239,36 @@ def test_pair_truncation_in_graph_equals_the_loop():
     assert list(zip(got_a.numpy().tolist(), got_b.numpy().tolist())) == expected
 
 
+def _packed_in_python(ids_a, ids_b, max_seq_length, cls_id=101, sep_id=102):
+  """convert_single_example's packing of token ids, the original's way."""
+  ids_a, ids_b = list(ids_a), list(ids_b or [])
+  if ids_b:
+    classifier_features.truncate_seq_pair(ids_a, ids_b, max_seq_length - 3)
+  else:
+    ids_a = ids_a[:max_seq_length - 2]
+  ids = [cls_id] + ids_a + [sep_id] + (ids_b + [sep_id] if ids_b else [])
+  segments = [0] * (len(ids_a) + 2) + [1] * (len(ids) - len(ids_a) - 2)
+  padding = [0] * (max_seq_length - len(ids))
+  return ids + padding, [1] * len(ids) + padding, segments + padding
+
+
+def test_pair_packing_in_graph_equals_the_original_packing():
+  """serving/packing.pack_pair, single texts and pairs of every length pair
+  up to 20 tokens (empty A or B included) at lengths that cut them."""
+  pairs = [(list(range(1000, 1000 + a)), list(range(2000, 2000 + b)))
+           for a in range(0, 21, 3) for b in range(0, 21, 2)]
+  for max_seq_length in (5, 8, 13, 24, 48):
+    for single in (False, True):
+      ids_a = tf.ragged.constant([a for a, _ in pairs], tf.int32, row_splits_dtype=tf.int64)
+      ids_b = None if single else tf.ragged.constant([b for _, b in pairs], tf.int32,
+                                                     row_splits_dtype=tf.int64)
+      got = packing.pack_pair(ids_a, ids_b, max_seq_length, 101, 102)
+      expected = [_packed_in_python(a, None if single else b, max_seq_length) for a, b in pairs]
+      for i, name in enumerate(("input_ids", "input_mask", "segment_ids")):
+        assert got[name].dtype == tf.int32
+        assert got[name].numpy().tolist() == [e[i] for e in expected], (name, max_seq_length)
+
+
 def test_records_round_trip_with_padding_batches(tmp_path, tokenizer):
   from modeling import inference
   examples = glue.MrpcProcessor().get_dev_examples(_glue("MRPC"))[:11]

@@ -42,14 +42,16 @@ class ClassifierServer(export.Server):
       (text_a,) = self.within_limits(text_a=text_a)
     else:
       text_a, text_b = self.within_limits(text_a=text_a, text_b=text_b)
-    ids_a = self.tokenizer.tokenize_to_ids(text_a)
-    ids_b = None if text_b is None else self.tokenizer.tokenize_to_ids(text_b)
     if self.windows:
+      ids_a = self.tokenizer.tokenize_to_ids(text_a)
+      ids_b = None if text_b is None else self.tokenizer.tokenize_to_ids(text_b)
       return packing.pack_windows(ids_a, ids_b, self.max_seq_length, self.tokenizer.cls_id,
                                   self.tokenizer.sep_id, self.windows.stride,
                                   self.windows.max_windows)
-    return packing.pack_pair(ids_a, ids_b, self.max_seq_length,
-                             self.tokenizer.cls_id, self.tokenizer.sep_id)
+    texts = text_a if text_b is None else tf.concat([text_a, text_b], axis=0)
+    return packing.pack_pair(self.tokenizer.tokenize_to_ids(texts), self.max_seq_length,
+                             self.tokenizer.cls_id, self.tokenizer.sep_id,
+                             sentence_pair=text_b is not None)
 
   def outputs(self, features):
     """The model run at the longest row's length, not max_seq_length."""

@@ -54,16 +54,23 @@ class Server(tf.Module):
     self.tokenizer = tokenizer
 
   def within_limits(self, **texts):
-    """The request's text tensors, once checked against `limits`: otherwise
-    the call fails with an InvalidArgument error naming the limit (TF
-    Serving returns it to the client; the server carries on)."""
-    checks = []
+    """The request's text tensors, once checked against `limits` and for one
+    text of each input per example: otherwise the call fails with an
+    InvalidArgument error naming the limit or the inputs (TF Serving returns
+    it to the client; the server carries on)."""
+    (first_name, first), *others = texts.items()
+    batch = tf.shape(first)[0]
+    checks = [tf.debugging.assert_less_equal(
+        batch, self.limits.max_batch_size,
+        message="%s: more than %d examples in one request; send at most %d (a limit "
+        "set at export by --serving_max_batch_size)" % (
+            first_name, self.limits.max_batch_size, self.limits.max_batch_size))]
+    for name, values in others:
+      checks.append(tf.debugging.assert_equal(
+          tf.shape(values)[0], batch,
+          message="%s and %s: not as many of one as of the other in this request; send "
+          "one of each per example" % (first_name, name)))
     for name, values in texts.items():
-      checks.append(tf.debugging.assert_less_equal(
-          tf.shape(values)[0], self.limits.max_batch_size,
-          message="%s: more than %d examples in one request; send at most %d (a limit "
-          "set at export by --serving_max_batch_size)" % (
-              name, self.limits.max_batch_size, self.limits.max_batch_size)))
       checks.append(tf.debugging.assert_less_equal(
           tf.reduce_max(tf.strings.length(values)), self.limits.max_text_bytes,
           message="%s: a text longer than %d bytes; shorten it (a limit set at export "

@@ -34,7 +34,7 @@ class MultipleChoiceServer(export.Server):
         [tf.reshape(tf.repeat(start[:, tf.newaxis], num_choices, axis=1), [-1]),
          tf.reshape(endings, [-1])], separator=" ")
     flat = packing.pack_pair(
-        self.tokenizer.tokenize_to_ids(contexts), self.tokenizer.tokenize_to_ids(continuations),
+        self.tokenizer.tokenize_to_ids(tf.concat([contexts, continuations], axis=0)),
         self.max_seq_length, self.tokenizer.cls_id, self.tokenizer.sep_id)
     return {name: tf.reshape(flat[name], [-1, num_choices, self.max_seq_length])
             for name in export.FEATURE_NAMES}

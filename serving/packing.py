@@ -35,26 +35,26 @@ def truncated_pair_lengths(len_a, len_b, max_length):
   return new_a, new_b
 
 
-def pack_pair(ids_a, ids_b, max_seq_length, cls_id, sep_id):
+def pack_pair(ids, max_seq_length, cls_id, sep_id, sentence_pair=True):
   """input_ids, input_mask, segment_ids [batch, max_seq_length] int32.
 
-  ids_a, ids_b: int32 RaggedTensors [batch, (tokens)]; ids_b may be None. A
-  row whose B has no tokens is packed as a single sentence, as the original
-  does for an empty `text_b`.
+  ids: a RaggedTensor of token ids, [batch, (tokens)] for single texts; for
+  sentence pairs [2 * batch, (tokens)], the A texts' rows then the B texts'
+  (one tokenizer call for both sides). A row whose B has no tokens is packed
+  as a single sentence, as the original does for an empty `text_b`.
 
   Built as one gather over a [batch, max_seq_length] grid of positions, not
   with ragged concatenation: a served request runs every op of this once,
   and the ragged ops cost about twenty times as many.
   """
-  ids_a = tf.cast(ids_a, tf.int32)
-  len_a = tf.cast(ids_a.row_lengths(), tf.int32)
-  start_a = tf.cast(ids_a.row_starts(), tf.int32)
-  if ids_b is None:
-    flat_b, len_b, start_b = tf.zeros([0], tf.int32), tf.zeros_like(len_a), tf.zeros_like(len_a)
+  starts = tf.cast(ids.row_starts(), tf.int32)
+  lengths = tf.cast(ids.row_lengths(), tf.int32)
+  if sentence_pair:
+    start_a, start_b = tf.unstack(tf.reshape(starts, [2, -1]))
+    len_a, len_b = tf.unstack(tf.reshape(lengths, [2, -1]))
   else:
-    flat_b = tf.cast(ids_b.flat_values, tf.int32)
-    len_b = tf.cast(ids_b.row_lengths(), tf.int32)
-    start_b = tf.cast(ids_b.row_starts(), tf.int32)
+    start_a, len_a = starts, lengths
+    start_b, len_b = tf.zeros_like(starts), tf.zeros_like(lengths)
   has_b = len_b > 0
   pair_a, pair_b = truncated_pair_lengths(len_a, len_b, max_seq_length - 3)
   keep_a = tf.where(has_b, pair_a, tf.minimum(len_a, max_seq_length - 2))[:, None]
@@ -67,11 +67,10 @@ def pack_pair(ids_a, ids_b, max_seq_length, cls_id, sep_id):
   in_a = (position >= 1) & (position <= keep_a)
   in_b = (position >= b_start) & (position < b_start + keep_b)
   is_sep = tf.equal(position, keep_a + 1) | (has_b & tf.equal(position, b_start + keep_b))
-  # One table to gather from: padding, [CLS], [SEP], then A's and B's ids.
-  table = tf.concat([[0, cls_id, sep_id], ids_a.flat_values, flat_b], axis=0)
-  first_b = 3 + tf.size(ids_a.flat_values, out_type=tf.int32)
+  # One table to gather from: padding, [CLS], [SEP], then the texts' ids.
+  table = tf.concat([[0, cls_id, sep_id], tf.cast(ids.flat_values, tf.int32)], axis=0)
   index = tf.where(in_a, 2 + start_a[:, None] + position,
-                   tf.where(in_b, first_b + start_b[:, None] + position - b_start,
+                   tf.where(in_b, 3 + start_b[:, None] + position - b_start,
                             tf.where(is_sep, 2, tf.cast(tf.equal(position, 0), tf.int32))))
   is_real = position < length
   return {"input_ids": tf.gather(table, index),

@@ -259,10 +259,9 @@ def test_pair_packing_in_graph_equals_the_original_packing():
            for a in range(0, 21, 3) for b in range(0, 21, 2)]
   for max_seq_length in (5, 8, 13, 24, 48):
     for single in (False, True):
-      ids_a = tf.ragged.constant([a for a, _ in pairs], tf.int32, row_splits_dtype=tf.int64)
-      ids_b = None if single else tf.ragged.constant([b for _, b in pairs], tf.int32,
-                                                     row_splits_dtype=tf.int64)
-      got = packing.pack_pair(ids_a, ids_b, max_seq_length, 101, 102)
+      rows = [a for a, _ in pairs] + ([] if single else [b for _, b in pairs])
+      ids = tf.ragged.constant(rows, tf.int32, row_splits_dtype=tf.int64)
+      got = packing.pack_pair(ids, max_seq_length, 101, 102, sentence_pair=not single)
       expected = [_packed_in_python(a, None if single else b, max_seq_length) for a, b in pairs]
       for i, name in enumerate(("input_ids", "input_mask", "segment_ids")):
         assert got[name].dtype == tf.int32

@@ -181,6 +181,19 @@ def test_features_run_at_the_longest_row(exported):
   np.testing.assert_allclose(padded.numpy(), cut.numpy(), rtol=0, atol=1e-6)
 
 
+def test_pairs_need_as_many_texts_b_as_texts_a(exported):
+  """Both sides are tokenized in one call, so a request with more of one
+  side than the other must fail with a message, not pair texts wrongly."""
+  _, export_dir = exported
+  serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+  for text_a, text_b in ((["a", "b", "c"], ["x"]), (["a", "b", "c"], ["x", "y", "z", "w", "v"])):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="text_a and text_b: not as many of one as of the other"):
+      serve(text_a=tf.constant(text_a), text_b=tf.constant(text_b))
+  served = serve(text_a=tf.constant(["a b", "c"]), text_b=tf.constant(["", "d e"]))
+  assert served["probabilities"].shape == (2, 2)
+
+
 def test_bfloat16_export_stores_bfloat16_weights_and_agrees(exported, tmp_path):
   model, export_dir = exported
   half = serving_classifier.export_classifier(

@@ -22,8 +22,8 @@ def padded_batches(dataset, num_examples, batch_size):
   did on TPUs; compiled steps then see one shape."""
   padding = -num_examples % batch_size
   if padding:
-    zeros = dataset.take(1).map(
-        lambda f: {k: tf.zeros_like(v) for k, v in f.items()}).repeat(padding)
+    zeros = dataset.take(1).map(tf_example.without_autograph(
+        lambda f: {k: tf.zeros_like(v) for k, v in f.items()})).repeat(padding)
     dataset = dataset.concatenate(zeros)
   return dataset.batch(batch_size, drop_remainder=True)
 

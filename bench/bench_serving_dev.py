@@ -2,6 +2,7 @@
 request at a time, tokenizer included, ours against Hugging Face eager.
 
   python bench/bench_serving_dev.py [--size=base] [--requests=200] [--tasks=SST-2,MRPC]
+                                    [--rounds=3]
 
 Every peer gets the same random-weight BERT (`--size`, as bench_model.py)
 and the same requests: the first `--requests` rows of each task's dev.tsv in
@@ -22,7 +23,9 @@ export: with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1, so TensorFlow's oneDNN
 matrix products keep each weight matrix in their own layout after the first
 request instead of converting it on every call (`--no-frozen_weights`:
 without it; float32 exports run without it, where it measured slower).
-Prints p50 and p95 per peer and task, and our ratios (above 1: ours faster).
+Every peer runs once per round (`--rounds`, the order reversed every other
+round); prints the medians over rounds of p50 and p95 per peer and task,
+each round's p50, and our ratios (above 1: ours faster).
 CPU: bfloat16 pays only where the CPU multiplies in bfloat16 (AVX512-BF16,
 AMX); the line `cpu:` says what this one has.
 """
@@ -173,6 +176,7 @@ def main():
       common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
   parser.add_argument("--frozen_weights", action=argparse.BooleanOptionalAction,
                       default=True)
+  parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--worker", action="store_true")
   parser.add_argument("--peer")
   parser.add_argument("--task")
@@ -190,37 +194,51 @@ def main():
   results = {}
   with tempfile.TemporaryDirectory() as scratch:
     export_ours(args, scratch)
-    for task in args.tasks.split(","):
-      for peer in peers:
-        python = environments.interpreter("hf") if peer.startswith("hf") else sys.executable
-        export_dir = os.path.join(scratch, peer.replace("/", "_"))
-        cmd = [python, os.path.abspath(__file__), "--worker", "--peer=" + peer,
-               "--task=" + task, "--requests=%d" % args.requests,
-               "--vocab_file=" + args.vocab_file, "--export_dir=" + export_dir,
-               "--config=" + config]
-        # Our workers run outside the repository with no PYTHONPATH: only
-        # TensorFlow and tensorflow-text, as TF Serving loads the export.
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
-        env.pop("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", None)
-        if args.frozen_weights and peer == "ours/bf16":
-          env["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"] = "1"
-        result = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, env=env)
-        lines = [l for l in result.stdout.splitlines() if l.startswith("RESULT ")]
-        if result.returncode or not lines:
-          print("%s/%s failed:\n%s" % (task, peer, result.stderr[-2000:]))
-          continue
-        results[task, peer] = json.loads(lines[-1][7:])
-  print("\nBERT-%s classifier, batch 1, %d dev requests each, tokenizer included "
-        "(ms; ratio: theirs / ours, above 1 ours faster)" % (args.size, args.requests))
+    for round_index in range(args.rounds):
+      # Every peer once per round, in reverse order every other round: a
+      # machine whose speed drifts moves every peer's figures alike.
+      for peer in peers if round_index % 2 == 0 else peers[::-1]:
+        for task in args.tasks.split(","):
+          result = run_worker(args, scratch, config, peer, task)
+          if result:
+            results.setdefault((task, peer), []).append(result)
+  print("\nBERT-%s classifier, batch 1, %d dev requests each, tokenizer included, medians "
+        "of %d rounds (ms; ratio: theirs / ours, above 1 ours faster)" % (
+            args.size, args.requests, args.rounds))
+  summary = {key: {q: statistics.median(r[q] for r in rounds) for q in ("p50", "p95")}
+             for key, rounds in results.items()}
   for task in args.tasks.split(","):
-    ours = results.get((task, "ours"))
+    ours = summary.get((task, "ours"))
     for peer in peers:
-      r = results.get((task, peer))
+      r = summary.get((task, peer))
       if not r:
         continue
-      ratio = ("  %.2fx" % (r["p50"] / ours["p50"])) if ours and peer != "ours" else ""
-      print("  %-6s %-11s p50 %7.1f  p95 %7.1f%s" % (task, peer, r["p50"], r["p95"], ratio))
+      ratio = ("  %.2fx" % (r["p50"] / ours["p50"])) if ours and peer != "ours" else "      "
+      print("  %-6s %-11s p50 %7.1f  p95 %7.1f%s   rounds' p50: %s" % (
+          task, peer, r["p50"], r["p95"], ratio,
+          " / ".join("%.1f" % x["p50"] for x in results[task, peer])))
 
+
+def run_worker(args, scratch, config, peer, task):
+  """One peer's timings of one task's requests, from a fresh process."""
+  python = environments.interpreter("hf") if peer.startswith("hf") else sys.executable
+  export_dir = os.path.join(scratch, peer.replace("/", "_"))
+  cmd = [python, os.path.abspath(__file__), "--worker", "--peer=" + peer,
+         "--task=" + task, "--requests=%d" % args.requests,
+         "--vocab_file=" + args.vocab_file, "--export_dir=" + export_dir,
+         "--config=" + config]
+  # Our workers run outside the repository with no PYTHONPATH: only
+  # TensorFlow and tensorflow-text, as TF Serving loads the export.
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
+  env.pop("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", None)
+  if args.frozen_weights and peer == "ours/bf16":
+    env["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"] = "1"
+  result = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, env=env)
+  lines = [l for l in result.stdout.splitlines() if l.startswith("RESULT ")]
+  if result.returncode or not lines:
+    print("%s/%s failed:\n%s" % (task, peer, result.stderr[-2000:]))
+    return None
+  return json.loads(lines[-1][7:])
 
 if __name__ == "__main__":
   main()

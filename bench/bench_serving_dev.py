@@ -18,11 +18,10 @@ warm-up. Peers:
                   and BertForSequenceClassification, no padding, torch
                   inference mode;
   hf/bf16         the same with the model's weights in bfloat16.
-ours/bf16 runs as docs/serving.md advises a server to run a bfloat16
-export: with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1, so TensorFlow's oneDNN
-matrix products keep each weight matrix in their own layout after the first
-request instead of converting it on every call (`--no-frozen_weights`:
-without it; float32 exports run without it, where it measured slower).
+Our exports run as docs/serving.md advises a server to run them: with
+TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1, so TensorFlow's oneDNN matrix products
+keep each weight matrix in their own layout after the first request instead
+of converting it on every call (`--no-frozen_weights`: without it).
 Every peer runs once per round (`--rounds`, the order reversed every other
 round); prints the medians over rounds of p50 and p95 per peer and task,
 each round's p50, and our ratios (above 1: ours faster).
@@ -190,7 +189,7 @@ def main():
   config = json.dumps(dict(bench_model.config_dict(args.size), vocab_size=bench_model.VOCAB))
   peers = args.peers.split(",")
   print("cpu: " + cpu_line())
-  print("ours/bf16: TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=%d" % args.frozen_weights)
+  print("ours: TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=%d" % args.frozen_weights)
   results = {}
   with tempfile.TemporaryDirectory() as scratch:
     export_ours(args, scratch)
@@ -231,7 +230,7 @@ def run_worker(args, scratch, config, peer, task):
   # TensorFlow and tensorflow-text, as TF Serving loads the export.
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
   env.pop("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", None)
-  if args.frozen_weights and peer == "ours/bf16":
+  if args.frozen_weights and peer.startswith("ours"):
     env["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"] = "1"
   result = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, env=env)
   lines = [l for l in result.stdout.splitlines() if l.startswith("RESULT ")]

@@ -56,8 +56,7 @@ class ClassifierServer(export.Server):
   def outputs(self, features):
     """The model run at the longest row's length, not max_seq_length."""
     features = tf_example.trim_padding(features, 1)
-    logits = self.model(features, training=False)["logits"]
-    logits = tf.cast(logits, tf.float32)
+    logits = tf.cast(export.run_model(self.model, features)["logits"], tf.float32)
     if self.is_regression:
       return {"score": tf.reshape(logits, [-1])}
     probabilities = tf.nn.softmax(logits, axis=-1)

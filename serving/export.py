@@ -127,6 +127,33 @@ def in_precision(model, precision, build):
   return copy
 
 
+# TensorFlow's x86 kernels (oneDNN) lay a float32 weight matrix out by the
+# rows of the product: one layout for 7-80 rows, another beyond 80 (and a
+# third for 1-6). A server run with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1
+# (docs/serving.md) converts each weight once, to the layout of its product's
+# first call, and then again on every call that wants the other one. So the
+# model is traced twice, one copy for products of up to LAYOUT_ROWS rows and
+# one for longer, and runs at MIN_LENGTH tokens at least: each copy of each
+# product sees one layout.
+LAYOUT_ROWS = 80
+MIN_LENGTH = 8
+
+
+def run_model(model, features, token_outputs=()):
+  """model(features) as served: in the copy for the batch's number of rows,
+  at MIN_LENGTH tokens at least (padding masked out); `token_outputs`, the
+  outputs with one value per token, are cut back to the features' length."""
+  width = tf.shape(features["input_ids"])[-1]
+  missing = tf.maximum(MIN_LENGTH - width, 0)
+  features = {name: tf.pad(features[name], [[0, 0]] * (features[name].shape.rank - 1)
+                           + [[0, missing]])
+              for name in FEATURE_NAMES}
+  run = lambda: model(features, training=False)
+  outputs = tf.cond(tf.size(features["input_ids"]) <= LAYOUT_ROWS, run, run)
+  return {name: value[..., :width] if name in token_outputs else value
+          for name, value in outputs.items()}
+
+
 def text_spec(name):
   return tf.TensorSpec([None], tf.string, name=name)
 

@@ -42,7 +42,8 @@ class MultipleChoiceServer(export.Server):
   def outputs(self, features):
     """The model run at the longest row's length, not max_seq_length."""
     features = tf_example.trim_padding(features, 1)
-    probabilities = tf.cast(self.model(features, training=False)["probabilities"], tf.float32)
+    probabilities = tf.cast(export.run_model(self.model, features)["probabilities"],
+                            tf.float32)
     return {"probabilities": probabilities,
             "prediction": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
 

@@ -36,7 +36,8 @@ class SpanServer(export.Server):
         null_score_diff_threshold=null_score_diff_threshold)
 
   def logits(self, features):
-    outputs = self.model({n: features[n] for n in export.FEATURE_NAMES}, training=False)
+    outputs = export.run_model(self.model, features,
+                               token_outputs=("start_logits", "end_logits"))
     return {"start_logits": tf.cast(outputs["start_logits"], tf.float32),
             "end_logits": tf.cast(outputs["end_logits"], tf.float32)}
 

@@ -53,6 +53,10 @@ for signature in ("serving_default", "tokenize"):
 sigs["serve_features"](**sigs["tokenize"](text_a=text_b[::-1], text_b=text_a[::-1]))
 features = sigs["tokenize"](text_a=text_a, text_b=text_b)
 served = sigs["serving_default"](text_a=text_a, text_b=text_b)
+# One pair per request: products of at most 80 rows (the model's other copy).
+one_by_one = np.concatenate([
+    sigs["serving_default"](text_a=text_a[i:i + 1], text_b=text_b[i:i + 1])[
+        "probabilities"].numpy() for i in range(len(pairs))])
 from_features = sigs["serve_features"](**features)
 # As tensorflow_model_server loads it: the graph, the variables restored by
 # their names, a session running the signature.
@@ -71,7 +75,7 @@ ours = [m for m in sys.modules
 np.savez(out_file, project_modules=np.array(len(ours)),
          session_probabilities=session_probabilities,
          labels=served["label"].numpy().astype(str),
-         probabilities=served["probabilities"].numpy(),
+         probabilities=served["probabilities"].numpy(), one_by_one=one_by_one,
          feature_probabilities=from_features["probabilities"].numpy(),
          **{k: v.numpy() for k, v in features.items()})
 """
@@ -122,6 +126,7 @@ def test_fresh_process_gets_the_python_pipeline(exported, tmp_path, frozen_weigh
   probabilities = tf.nn.softmax(model(inputs, training=False)["logits"]).numpy()
   np.testing.assert_allclose(served["probabilities"], probabilities, rtol=0, atol=1e-5)
   np.testing.assert_allclose(served["feature_probabilities"], probabilities, rtol=0, atol=1e-5)
+  np.testing.assert_allclose(served["one_by_one"], probabilities, rtol=0, atol=1e-5)
   np.testing.assert_allclose(served["session_probabilities"], probabilities, rtol=0, atol=1e-5)
   assert served["labels"].tolist() == [str(i) for i in probabilities.argmax(1)]
 
@@ -179,6 +184,40 @@ def test_features_run_at_the_longest_row(exported):
   cut = serve(input_ids=ids[:, :9], input_mask=mask[:, :9],
               segment_ids=segments[:, :9])["probabilities"]
   np.testing.assert_allclose(padded.numpy(), cut.numpy(), rtol=0, atol=1e-6)
+
+
+def test_model_runs_in_one_copy_per_weight_layout():
+  """export.run_model: short products in the first traced copy, long ones in
+  the second (so that a kept oneDNN weight layout always fits), at least
+  MIN_LENGTH tokens seen by the model, per-token outputs cut back."""
+  copies = []
+
+  def model(features, training):
+    assert not training
+    copy = len(copies)  # Which trace this is: one per copy.
+    copies.append(copy)
+    ids = features["input_ids"]
+    return {"copy": tf.constant(copy), "width": tf.shape(ids)[-1],
+            "per_token": ids * 2 + features["input_mask"]}
+
+  @tf.function(input_signature=export.feature_specs())
+  def run(input_ids, input_mask, segment_ids):
+    return export.run_model(model, {"input_ids": input_ids, "input_mask": input_mask,
+                                    "segment_ids": segment_ids}, token_outputs=("per_token",))
+
+  def outputs(batch, length):
+    ids = np.arange(1, batch * length + 1, dtype=np.int32).reshape(batch, length)
+    out = run(ids, np.ones_like(ids), np.zeros_like(ids))
+    np.testing.assert_array_equal(out["per_token"].numpy(), ids * 2 + 1)
+    return int(out["copy"]), int(out["width"])
+
+  assert outputs(1, 3) == (0, export.MIN_LENGTH)
+  assert outputs(2, 2) == (0, export.MIN_LENGTH)
+  assert outputs(1, 80) == (0, 80)
+  assert outputs(10, 8) == (0, 8)
+  assert outputs(1, 81) == (1, 81)
+  assert outputs(11, 8) == (1, 8)
+  assert copies == [0, 1]
 
 
 def test_pairs_need_as_many_texts_b_as_texts_a(exported):

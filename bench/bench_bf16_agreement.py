@@ -12,7 +12,7 @@ then exports it twice (--export_precision=float32 and bfloat16). Both
 exports answer every dev row (raw text in, batches of --batch_size), and the
 script prints: the share of dev labels the two agree on, the largest and
 the mean difference of a class probability, and each export's dev accuracy.
-Both exports answer as docs/serving.md advises serving a bfloat16 export,
+Both exports answer as docs/serving.md advises serving an export,
 with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (`--no-frozen_weights`: without it;
 the fine-tuning runs never get it). Saves bench/output/bf16_agreement.json.
 """

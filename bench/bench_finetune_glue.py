@@ -300,20 +300,22 @@ def ours_command(args, peer, task, data_dir, output_dir, train):
 
 def run_command(command, label):
   """Runs `command`; (seconds, what it reported or read, seconds after its
-  start-up) or None."""
+  start-up, CPU seconds the host took meanwhile) or None."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
              PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.abspath(__file__)),
                                          os.environ.get("PYTHONPATH", "")]))
+  stolen = common.host_stolen_seconds()
   start = time.perf_counter()
   result = subprocess.run(command, cwd=common.REPO_ROOT, capture_output=True, text=True,
                           env=env)
   seconds = time.perf_counter() - start
+  stolen = common.stolen_between(stolen, common.host_stolen_seconds())
   after_start = common.seconds_after_start(result.stdout, time.time())
   if result.returncode:
     sys.stderr.write("%s failed:\n%s\n" % (label, result.stderr[-3000:]))
     return None
   reported = [l for l in result.stdout.splitlines() if l.startswith("RESULT ")]
-  return seconds, json.loads(reported[-1][7:]) if reported else {}, after_start
+  return seconds, json.loads(reported[-1][7:]) if reported else {}, after_start, stolen
 
 
 def tf_models_commands(args, task, data_dir, output_dir):
@@ -375,7 +377,8 @@ def measure_task(args, peers, task, data_dir, scratch):
     else:
       outcome = run_command(peer_command(args, peer, task, data_dir, output_dirs[peer], True),
                             "%s %s train" % (peer, task))
-      outcome = outcome and {"train_seconds": outcome[0], "train_after_start": outcome[2]}
+      outcome = outcome and {"train_seconds": outcome[0], "train_after_start": outcome[2],
+                             "train_host_stolen_s": outcome[3]}
     if outcome:
       results[peer] = outcome
       evals[peer] = []
@@ -399,7 +402,8 @@ def measure_task(args, peers, task, data_dir, scratch):
     results[peer].update(
         accuracy=accuracy, eval_seconds=statistics.median(r[0] for r in runs),
         eval_after_start=statistics.median(r[2] for r in runs),
-        eval_rounds=[round(r[0], 2) for r in runs])
+        eval_rounds=[round(r[0], 2) for r in runs],
+        eval_host_stolen_s=[r[3] for r in runs])
   return results
 
 
@@ -435,8 +439,11 @@ def main():
           timing = "train %7.1f s  eval %6.1f s (after start-up %.1f / %.1f s)" % (
               outcome["train_seconds"], outcome["eval_seconds"],
               outcome["train_after_start"], outcome["eval_after_start"])
-        print("%-6s %-11s %s  dev accuracy %.3f" % (task, peer, timing,
-                                                    outcome["accuracy"]), flush=True)
+        stolen = outcome.get("train_host_stolen_s")
+        print("%-6s %-11s %s  dev accuracy %.3f%s" % (
+            task, peer, timing, outcome["accuracy"],
+            "" if stolen is None else "  (host took %.1f s of CPU in training)" % stolen),
+              flush=True)
   print("\nOne epoch + dev evaluation, whole commands, %s (ratio: theirs / ours, "
         "above 1 ours faster)" % os.path.basename(args.bert_config_file))
   for task, by_peer in results.items():

@@ -24,7 +24,9 @@ keep each weight matrix in their own layout after the first request instead
 of converting it on every call (`--no-frozen_weights`: without it).
 Every peer runs once per round (`--rounds`, the order reversed every other
 round); prints the medians over rounds of p50 and p95 per peer and task,
-each round's p50, and our ratios (above 1: ours faster).
+each round's p50, and our ratios (above 1: ours faster); then, per round,
+the CPU seconds the host gave to other machines while each peer ran (a
+round that lost many is the host's doing, not the peer's).
 CPU: bfloat16 pays only where the CPU multiplies in bfloat16 (AVX512-BF16,
 AMX); the line `cpu:` says what this one has.
 """
@@ -216,6 +218,12 @@ def main():
       print("  %-6s %-11s p50 %7.1f  p95 %7.1f%s   rounds' p50: %s" % (
           task, peer, r["p50"], r["p95"], ratio,
           " / ".join("%.1f" % x["p50"] for x in results[task, peer])))
+  stolen = {key: [r.get("host_stolen_s") for r in rounds] for key, rounds in results.items()}
+  if any(s is not None for rounds in stolen.values() for s in rounds):
+    print("\nCPU seconds the host took from this machine while each peer ran, by round:")
+    for (task, peer), rounds in stolen.items():
+      print("  %-6s %-11s %s" % (task, peer, " / ".join(
+          "?" if s is None else "%.1f" % s for s in rounds)))
 
 
 def run_worker(args, scratch, config, peer, task):
@@ -232,12 +240,14 @@ def run_worker(args, scratch, config, peer, task):
   env.pop("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", None)
   if args.frozen_weights and peer.startswith("ours"):
     env["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"] = "1"
+  stolen = common.host_stolen_seconds()
   result = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, env=env)
+  stolen = common.stolen_between(stolen, common.host_stolen_seconds())
   lines = [l for l in result.stdout.splitlines() if l.startswith("RESULT ")]
   if result.returncode or not lines:
     print("%s/%s failed:\n%s" % (task, peer, result.stderr[-2000:]))
     return None
-  return json.loads(lines[-1][7:])
+  return dict(json.loads(lines[-1][7:]), host_stolen_s=stolen)
 
 if __name__ == "__main__":
   main()

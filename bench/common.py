@@ -179,6 +179,28 @@ def seconds_after_start(stdout, finished):
   return finished - marks[0] if marks else None
 
 
+def host_stolen_seconds(stat_path="/proc/stat"):
+  """CPU seconds the hypervisor has given to other machines since boot, over
+  all CPUs (the `steal` column of /proc/stat); None where there is none.
+
+  Read before and after a timed run: on a shared virtual machine it tells a
+  round the host slowed from a slow program. Here, rounds of the same
+  serving worker ran 2-3x slower while the host took tens of seconds.
+  """
+  try:
+    with open(stat_path) as f:
+      fields = f.readline().split()
+  except OSError:
+    return None
+  if len(fields) < 9 or fields[0] != "cpu":
+    return None
+  return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+
+
+def stolen_between(before, after):
+  return None if before is None or after is None else after - before
+
+
 def run_worker(cmd, label, original_dir=None, timeout=None):
   """Runs a benchmark worker (`cmd`, plus --original_dir when given) in its
   own process; returns the dict it reported, or None after printing why it

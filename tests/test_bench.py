@@ -69,6 +69,20 @@ def test_differing_lines_and_the_tokenizer_table(tmp_path):
   assert lines[-1].endswith("lines of 100 English and 50 mixed.")
 
 
+def test_host_stolen_seconds_read_from_the_steal_column(tmp_path):
+  import common  # pylint: disable=g-import-not-at-top
+  stat = tmp_path / "stat"
+  # user nice system idle iowait irq softirq steal guest guest_nice
+  stat.write_text("cpu  5000 10 300 9000 16 0 19 %d 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
+                  % (3 * os.sysconf("SC_CLK_TCK")))
+  assert common.host_stolen_seconds(str(stat)) == 3.0
+  stat.write_text("cpu  5000 10 300\n")  # An old kernel's line without the column.
+  assert common.host_stolen_seconds(str(stat)) is None
+  assert common.host_stolen_seconds(str(tmp_path / "absent")) is None
+  assert common.stolen_between(1.5, 4.0) == 2.5
+  assert common.stolen_between(None, 4.0) is None
+
+
 def test_finetuning_peers_read_the_rows_our_processors_read(tmp_path):
   """bench_finetune_glue.py's own reader (for Hugging Face) gives the texts
   and labels that run_classifier.py trains on, for each task it times."""

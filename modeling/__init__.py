@@ -1,8 +1,8 @@
 """The Keras BERT model and how it is trained and run.
 
 config.py, layers.py, fused.py, heads.py, bert_model.py: the model;
-checkpoints.py and convert_checkpoint.py: the original's and our
-checkpoints; optimization.py: the original's optimizer; losses.py,
+checkpoints/: the original's, our and Hugging Face's checkpoints, and
+the conversion command; optimization.py: the original's optimizer; losses.py,
 training.py (the one training driver), pretraining.py (objectives, eval
 metrics), inference.py (running a model over a dataset). Imports no data
 preparation, task or serving code.
@@ -13,6 +13,7 @@ from modeling.bert_model import BertModel
 from modeling.bert_model import BertMultipleChoice
 from modeling.bert_model import BertPretrainer
 from modeling.bert_model import BertSpanPredictor
+from modeling.bert_model import BertTagger
 from modeling.bert_model import BertWindowClassifier
 from modeling.bert_model import InvalidInputError
 from modeling.checkpoints import CheckpointMismatchError

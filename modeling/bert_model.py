@@ -189,12 +189,13 @@ class BertWithHeads(_Model):
   """BERT with any of the original's heads; the base of the task models.
 
   Heads live under fixed attribute names (`masked_lm`, `next_sentence`,
-  `classifier`, `span`), so our object-based checkpoints of any task model
-  can be restored into any other model holding the same parts.
+  `classifier`, `span`, `token_classifier`), so our object-based checkpoints
+  of any task model can be restored into any other model holding the same
+  parts. `num_token_labels` adds a tagger: a label per token.
   """
 
   def __init__(self, config, masked_lm=False, next_sentence=False,
-               num_labels=None, span=False, **kwargs):
+               num_labels=None, span=False, num_token_labels=None, **kwargs):
     kwargs.setdefault("name", "bert_with_heads")
     super().__init__(**kwargs)
     self.config = config
@@ -206,13 +207,16 @@ class BertWithHeads(_Model):
     self.classifier = (heads.ClassificationHead(config, num_labels, name="classifier")
                        if num_labels else None)
     self.span = heads.SpanHead(config, name="cls_squad") if span else None
+    self.token_classifier = (
+        heads.TokenClassificationHead(config, num_token_labels, name="cls_token_classification")
+        if num_token_labels else None)
 
   def build(self, input_shape=None):
     self.built = True  # Every weight was created in __init__.
 
   def _heads(self):
-    return [h for h in (self.masked_lm, self.next_sentence, self.classifier, self.span)
-            if h is not None]
+    return [h for h in (self.masked_lm, self.next_sentence, self.classifier, self.span,
+                        self.token_classifier) if h is not None]
 
   def original_names(self):
     names = self.bert.original_names()
@@ -223,7 +227,7 @@ class BertWithHeads(_Model):
   def positions_read(self, inputs):
     """The sequence positions the heads read besides the first, [batch, k];
     None when a head reads them all."""
-    if self.span is not None:
+    if self.span is not None or self.token_classifier is not None:
       return None
     if self.masked_lm is not None and "masked_lm_positions" in inputs:
       return inputs["masked_lm_positions"]
@@ -253,6 +257,9 @@ class BertWithHeads(_Model):
       outputs["logits"] = self.classifier(outputs["pooled_output"], training=training)
     if self.span is not None:
       outputs["start_logits"], outputs["end_logits"] = self.span(outputs["sequence_output"])
+    if self.token_classifier is not None:
+      outputs["token_logits"] = self.token_classifier(outputs["sequence_output"],
+                                                      training=training)
     return outputs
 
 
@@ -404,6 +411,24 @@ class BertMultipleChoice(BertWithHeads):
     return outputs
 
 
+class BertTagger(BertWithHeads):
+  """BERT + dropout + a per-token dense layer: `token_logits` [batch, seq,
+  num_labels] (named-entity recognition; Hugging Face's
+  BertForTokenClassification). With `tag_ids` (-1 where a token has no
+  label) also `loss`, the mean over the labelled tokens."""
+
+  def __init__(self, config, num_labels, **kwargs):
+    kwargs.setdefault("name", "bert_tagger")
+    super().__init__(config, num_token_labels=num_labels, **kwargs)
+
+  def call(self, inputs, training=False):
+    outputs = super().call(inputs, training=training)
+    if "tag_ids" in inputs:
+      per_token, weights = heads.tagging_loss(outputs["token_logits"], inputs["tag_ids"])
+      outputs["loss"] = tf.reduce_sum(per_token) / tf.maximum(tf.reduce_sum(weights), 1.0)
+    return outputs
+
+
 class BertSpanPredictor(BertWithHeads):
   """BERT + a per-token dense layer giving start and end logits (SQuAD)."""
 
@@ -427,4 +452,7 @@ def heads_in_checkpoint(names_to_shapes):
   for name, shape in names_to_shapes.items():
     if name == "output_weights" or name.startswith("model/classifier/output_weights"):
       found["num_labels"] = shape[0]
+    if (name == "cls/token_classification/output_weights" or
+        name.startswith("model/token_classifier/output_weights")):
+      found["num_token_labels"] = shape[0]
   return found

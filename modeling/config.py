@@ -5,7 +5,10 @@ import json
 
 from plumbing.errors import UserError
 
-_ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
+# "gelu" is the original's tanh approximation of GELU, as every released
+# checkpoint was trained with; "gelu_exact" is the erf form, Hugging Face's
+# "gelu", which models trained there (most of the Hub's) were trained with.
+_ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 
 # name -> (default, accepted types); vocab_size has no default.
 _FIELDS = {

@@ -18,6 +18,8 @@ from modeling import fused
 
 # GELU with the tanh approximation, as the original used (one fused kernel).
 gelu = fused.gelu
+_ACTIVATIONS = {"gelu": gelu, "gelu_exact": fused.gelu_exact, "relu": tf.nn.relu,
+                "tanh": tf.tanh}
 
 
 def get_activation(name):
@@ -26,13 +28,8 @@ def get_activation(name):
     return name
   if not name or name.lower() == "linear":
     return None
-  act = name.lower()
-  if act == "gelu":
-    return gelu
-  if act == "relu":
-    return tf.nn.relu
-  if act == "tanh":
-    return tf.tanh
+  if name.lower() in _ACTIVATIONS:
+    return _ACTIVATIONS[name.lower()]
   raise ValueError("Unsupported activation: %s" % name)
 
 
@@ -43,8 +40,8 @@ def _values_per_word(dtype, head_size, training):
 
   With oneDNN on, TensorFlow transposes float32 and bfloat16 tensors with a
   oneDNN reorder whose fixed cost dominates at the sizes a request or an
-  evaluation batch brings (batch 1, 16 tokens: 3.5x slower than TensorFlow's
-  own transpose; bench/README.md). Read as float64 (two float32 or four
+  evaluation batch brings, where TensorFlow's own transpose is faster
+  (docs/performance.md). Read as float64 (two float32 or four
   bfloat16 values each), the same bytes go through TensorFlow's own
   transpose, which moves them unchanged, and as a float type without the
   one-time oneDNN error line an integer type prints. Gradients (taken
@@ -106,9 +103,9 @@ def deferred_initialization(enabled=True):
   DeferredInitialization, or None when not `enabled`).
 
   For models whose weights a checkpoint is about to replace, as the
-  original's init_from_checkpoint replaced the initializers: drawing
-  BERT-Base's 110M truncated-normal values took 2.4 of the 3.0 s its
-  construction took. Whoever defers must initialize() unless every deferred
+  original's init_from_checkpoint replaced the initializers: drawing a
+  large model's truncated-normal values is most of the time building it
+  takes. Whoever defers must initialize() unless every deferred
   weight is then loaded (training.load_weights does).
   """
   previous = getattr(_deferral, "active", None)

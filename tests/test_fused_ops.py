@@ -36,6 +36,24 @@ def test_gelu_and_its_gradient_match_the_tanh_formula():
   np.testing.assert_allclose(got_dx, want_dx, atol=1e-5)
 
 
+def test_exact_gelu_and_its_gradient_match_the_erf_formula():
+  # Hugging Face's "gelu": x * Phi(x), written here from math.erf in float64.
+  x = np.random.RandomState(0).normal(scale=3.0, size=(64, 96)).astype(np.float32)
+  erf = np.vectorize(math.erf)(x.astype(np.float64) / math.sqrt(2.0))
+  want = 0.5 * x * (1.0 + erf)
+  want_slope = 0.5 * (1.0 + erf) + x * np.exp(-0.5 * x.astype(np.float64) ** 2) / math.sqrt(
+      2 * math.pi)
+  dy = np.random.RandomState(1).normal(size=x.shape)
+  got, (got_dx,) = _fused_gradients(fused.gelu_exact, dy, x)
+  np.testing.assert_allclose(got, want, atol=1e-5)
+  np.testing.assert_allclose(got_dx, dy * want_slope, atol=1e-5)
+  with fused.plain_ops():  # What exports and inference run.
+    np.testing.assert_allclose(fused.gelu_exact(tf.constant(x)).numpy(), want, atol=1e-5)
+  assert layers.get_activation("gelu_exact") is fused.gelu_exact
+  # The two forms differ by up to ~1e-3: a model must run the one it was trained with.
+  assert np.abs(fused.gelu(tf.constant(x)).numpy() - want).max() > 1e-4
+
+
 def test_layer_norm_and_its_gradients_match_batch_normalization():
   def reference(x, gamma, beta):  # what the original's layer norm computed
     mean, variance = tf.nn.moments(x, [-1], keepdims=True)

@@ -110,12 +110,17 @@ def save_original_checkpoint(model, path):
   Also records it as the directory's latest checkpoint, as the original's
   Saver did, so tools given the directory find it.
   """
-  names = model.original_names()
-  keys = sorted(names)
+  return write_original_tensors(model.original_names(), path)
+
+
+def write_original_tensors(tensors, path):
+  """Writes {original name: variable or array} as a name-based checkpoint
+  at prefix `path` (its directory's latest); returns the prefix."""
+  keys = sorted(tensors)
   tf.io.gfile.makedirs(path.rsplit("/", 1)[0] if "/" in path else ".")
   tf.raw_ops.SaveV2(prefix=path, tensor_names=keys,
                     shape_and_slices=[""] * len(keys),
-                    tensors=[tf.convert_to_tensor(names[k]) for k in keys])
+                    tensors=[tf.convert_to_tensor(tensors[k]) for k in keys])
   _record_latest(path)
   return path
 

@@ -1,0 +1,27 @@
+"""Checkpoints in the formats BERT users hold, and the command converting them.
+
+tf_format.py: TensorFlow's two kinds, the original's name-based checkpoints
+(as released) and our object-based training checkpoints; huggingface.py:
+Hugging Face BERT directories (config.json, model.safetensors, vocab.txt),
+read into and written from the original's names; conversion.py: from any of
+these formats to any other; convert.py: the `bert-convert-checkpoint`
+command.
+"""
+
+from modeling.checkpoints.tf_format import CheckpointMismatchError
+from modeling.checkpoints.tf_format import DamagedCheckpointError
+from modeling.checkpoints.tf_format import is_object_based
+from modeling.checkpoints.tf_format import load_checkpoint
+from modeling.checkpoints.tf_format import load_original_checkpoint
+from modeling.checkpoints.tf_format import LoadReport
+from modeling.checkpoints.tf_format import matched_every_object
+from modeling.checkpoints.tf_format import reporting_damage
+from modeling.checkpoints.tf_format import resolve
+from modeling.checkpoints.tf_format import save_checkpoint
+from modeling.checkpoints.tf_format import save_original_checkpoint
+from modeling.checkpoints.tf_format import write_original_tensors
+
+__all__ = ["CheckpointMismatchError", "DamagedCheckpointError", "is_object_based",
+           "load_checkpoint", "load_original_checkpoint", "LoadReport", "matched_every_object",
+           "reporting_damage", "resolve", "save_checkpoint", "save_original_checkpoint",
+           "write_original_tensors"]

@@ -1,0 +1,539 @@
+"""Hugging Face BERT directories, read into the original's names and written
+back from them.
+
+A directory that `save_pretrained` wrote holds `config.json`, the weights
+(`model.safetensors`, shards of it with an index, or `pytorch_model.bin`),
+`vocab.txt` and tokenizer settings. Its tensors have PyTorch's names and
+its dense layers store their kernels [out, in]; the original's checkpoints
+name the same tensors `bert/encoder/layer_0/...` and store kernels [in,
+out]. Reading turns a directory into the original's names, config and
+vocabulary, so that everything after it (loading, fine-tuning, exporting)
+is the released format's code; writing does the reverse, for the head
+classes of transformers' BERT. NumPy only: no PyTorch, no TensorFlow.
+"""
+
+import json
+import os
+import struct
+
+import numpy as np
+
+from plumbing import files
+from plumbing.errors import UserError
+
+# Hugging Face's activation names -> ours, and back. Its "gelu" is the exact
+# (erf) form; the original's tanh approximation is its "gelu_new".
+ACTIVATIONS_FROM_HF = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
+                       "relu": "relu", "tanh": "tanh", "linear": "linear"}
+ACTIVATIONS_TO_HF = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu",
+                     "tanh": "tanh", "linear": "linear"}
+
+# The fields bert_config.json and config.json share, under the same names.
+CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                 "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
+                 "max_position_embeddings", "type_vocab_size", "initializer_range")
+
+# transformers' BERT classes -> the heads they hold (BertWithHeads' parts).
+ARCHITECTURES = {
+    "BertModel": (),
+    "BertForPreTraining": ("masked_lm", "next_sentence"),
+    "BertForMaskedLM": ("masked_lm",),
+    "BertForNextSentencePrediction": ("next_sentence",),
+    "BertForSequenceClassification": ("classifier",),
+    "BertForMultipleChoice": ("classifier",),
+    "BertForQuestionAnswering": ("span",),
+    "BertForTokenClassification": ("token_classifier",),
+}
+# The classes transformers builds without the pooler.
+WITHOUT_POOLER = ("BertForMaskedLM", "BertForQuestionAnswering", "BertForTokenClassification")
+# Where a head model keeps the encoder.
+ENCODER_PREFIX = "bert."
+# Tensors a directory may hold that are not weights (index buffers).
+_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+# Tied to the word embeddings and the masked-LM bias, as in the original.
+_TIED = {"cls.predictions.decoder.weight": "bert/embeddings/word_embeddings",
+         "cls.predictions.decoder.bias": "cls/predictions/output_bias"}
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+# Where each head's tensors are in the original's names.
+_HEAD_PREFIXES = {"masked_lm": "cls/predictions/", "next_sentence": "cls/seq_relationship/",
+                  "classifier": "output_", "span": "cls/squad/",
+                  "token_classifier": "cls/token_classification/"}
+SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                  "cls_token": "[CLS]", "mask_token": "[MASK]"}
+
+
+class Pair(object):
+  """One tensor under both names: `transpose` for a dense kernel; `shape`
+  the original's."""
+
+  def __init__(self, original, hf, shape, transpose=False):
+    self.original, self.hf, self.shape, self.transpose = original, hf, tuple(shape), transpose
+
+
+def _dense(original, hf, inputs, outputs):
+  return [Pair(original + "/kernel", hf + ".weight", (inputs, outputs), transpose=True),
+          Pair(original + "/bias", hf + ".bias", (outputs,))]
+
+
+def _layer_norm(original, hf, size):
+  return [Pair(original + "/gamma", hf + ".weight", (size,)),
+          Pair(original + "/beta", hf + ".bias", (size,))]
+
+
+def _output_weights(original_prefix, hf, outputs, hidden):
+  return [Pair(original_prefix + "output_weights", hf + ".weight", (outputs, hidden)),
+          Pair(original_prefix + "output_bias", hf + ".bias", (outputs,))]
+
+
+def encoder_pairs(config, prefix=ENCODER_PREFIX, pooler=True):
+  """The encoder's tensors (config: a dict of CONFIG_FIELDS); `prefix`: the
+  encoder's place in the Hugging Face model ("" in a BertModel)."""
+  h, i = config["hidden_size"], config["intermediate_size"]
+  e, p = "bert/embeddings/", prefix + "embeddings."
+  pairs = [Pair(e + "word_embeddings", p + "word_embeddings.weight",
+                (config["vocab_size"], h)),
+           Pair(e + "token_type_embeddings", p + "token_type_embeddings.weight",
+                (config["type_vocab_size"], h)),
+           Pair(e + "position_embeddings", p + "position_embeddings.weight",
+                (config["max_position_embeddings"], h))]
+  pairs += _layer_norm(e + "LayerNorm", p + "LayerNorm", h)
+  for n in range(config["num_hidden_layers"]):
+    o, p = "bert/encoder/layer_%d/" % n, prefix + "encoder.layer.%d." % n
+    for part in ("query", "key", "value"):
+      pairs += _dense(o + "attention/self/" + part, p + "attention.self." + part, h, h)
+    pairs += _dense(o + "attention/output/dense", p + "attention.output.dense", h, h)
+    pairs += _layer_norm(o + "attention/output/LayerNorm", p + "attention.output.LayerNorm", h)
+    pairs += _dense(o + "intermediate/dense", p + "intermediate.dense", h, i)
+    pairs += _dense(o + "output/dense", p + "output.dense", i, h)
+    pairs += _layer_norm(o + "output/LayerNorm", p + "output.LayerNorm", h)
+  if pooler:
+    pairs += _dense("bert/pooler/dense", prefix + "pooler.dense", h, h)
+  return pairs
+
+
+def head_pairs(head, config, num_outputs=None):
+  """A head's tensors; `num_outputs` for the classifiers."""
+  h = config["hidden_size"]
+  if head == "masked_lm":
+    return (_dense("cls/predictions/transform/dense", "cls.predictions.transform.dense", h, h) +
+            _layer_norm("cls/predictions/transform/LayerNorm",
+                        "cls.predictions.transform.LayerNorm", h) +
+            [Pair("cls/predictions/output_bias", "cls.predictions.bias",
+                  (config["vocab_size"],))])
+  if head == "next_sentence":
+    return _output_weights("cls/seq_relationship/", "cls.seq_relationship", 2, h)
+  if head == "classifier":
+    return _output_weights("", "classifier", num_outputs, h)
+  if head == "span":
+    return _output_weights("cls/squad/", "qa_outputs", 2, h)
+  if head == "token_classifier":
+    return _output_weights("cls/token_classification/", "classifier", num_outputs, h)
+  raise ValueError(head)
+
+
+def model_pairs(architecture, config, num_outputs=None, pooler=True):
+  """Every tensor of a transformers class, the encoder's first."""
+  heads = ARCHITECTURES[architecture]
+  pairs = encoder_pairs(config, ENCODER_PREFIX if architecture != "BertModel" else "",
+                        pooler=pooler and architecture not in WITHOUT_POOLER)
+  for head in heads:
+    pairs += head_pairs(head, config, num_outputs)
+  return pairs
+
+
+# ---------------------------------------------------------------- reading
+
+
+class HuggingFaceModel(object):
+  """What a directory holds, in the original's terms: `config` (the
+  bert_config.json fields), `tensors` ({original name: float32 array}),
+  `vocab` (the vocabulary's lines), `do_lower_case`, `architecture`, and
+  `notes` (lines worth telling the user)."""
+
+  def __init__(self, config, tensors, vocab, do_lower_case, architecture, notes):
+    self.config, self.tensors, self.vocab = config, tensors, vocab
+    self.do_lower_case, self.architecture, self.notes = do_lower_case, architecture, notes
+
+
+def is_huggingface_directory(path):
+  return os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json"))
+
+
+def _read_json(path):
+  try:
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+  except ValueError as e:
+    raise UserError("%s: not valid JSON (%s)." % (path, e)) from None
+
+
+def read_config(directory):
+  """config.json -> (bert_config fields, architecture or None); one error
+  line naming the key for anything the original architecture cannot run."""
+  path = os.path.join(directory, "config.json")
+  hf = _read_json(path)
+  if not isinstance(hf, dict):
+    raise UserError("%s: expected a JSON object." % path)
+
+  def refuse(key, why):
+    raise UserError("%s: \"%s\": %r: %s" % (path, key, hf.get(key), why))
+
+  if hf.get("model_type", "bert") != "bert":
+    refuse("model_type", "not a BERT model; only model_type \"bert\" converts to the "
+                         "original's architecture.")
+  if hf.get("position_embedding_type", "absolute") != "absolute":
+    refuse("position_embedding_type", "the original has absolute position embeddings only.")
+  for key in ("is_decoder", "add_cross_attention"):
+    if hf.get(key):
+      refuse(key, "a decoder; the original is an encoder only.")
+  if hf.get("layer_norm_eps", 1e-12) != 1e-12:
+    refuse("layer_norm_eps", "the original's layer norms use 1e-12.")
+  if hf.get("tie_word_embeddings", True) is False:
+    refuse("tie_word_embeddings", "the original's masked-LM output shares the word "
+                                  "embeddings.")
+  activation = hf.get("hidden_act", "gelu")
+  if activation not in ACTIVATIONS_FROM_HF:
+    refuse("hidden_act", "supported: %s." % ", ".join(sorted(ACTIVATIONS_FROM_HF)))
+  missing = [k for k in ("vocab_size", "hidden_size", "num_hidden_layers",
+                         "num_attention_heads", "intermediate_size") if k not in hf]
+  if missing:
+    raise UserError("%s: missing \"%s\"." % (path, missing[0]))
+  config = {k: hf[k] for k in CONFIG_FIELDS if k in hf}
+  config.setdefault("max_position_embeddings", 512)
+  config.setdefault("type_vocab_size", 2)
+  config["hidden_act"] = ACTIVATIONS_FROM_HF[activation]
+  architectures = hf.get("architectures") or [None]
+  architecture = architectures[0]
+  if architecture is not None and architecture not in ARCHITECTURES:
+    refuse("architectures", "supported: %s." % ", ".join(sorted(ARCHITECTURES)))
+  return config, architecture
+
+
+def _safetensors(path):
+  """{name: array} of one .safetensors file (bfloat16 widened to float32)."""
+  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
+  with open(path, "rb") as f:
+    data = f.read()
+  try:
+    return safetensors_numpy.load(data)
+  except KeyError:  # A dtype NumPy lacks (BF16): read the file's layout here.
+    return _safetensors_with_bfloat16(data, path)
+  except Exception as e:  # pylint: disable=broad-except  (safetensors' own errors)
+    raise UserError("%s: not a readable safetensors file (%s); copy it again." %
+                    (path, e)) from None
+
+
+_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64,
+           "I32": np.int32}
+
+
+def _safetensors_with_bfloat16(data, path):
+  """The safetensors layout: an 8-byte little-endian header size, a JSON
+  header {name: {dtype, shape, data_offsets}}, then the bytes."""
+  (size,) = struct.unpack("<Q", data[:8])
+  header = json.loads(data[8:8 + size])
+  body = data[8 + size:]
+  tensors = {}
+  for name, entry in header.items():
+    if name == "__metadata__":
+      continue
+    start, end = entry["data_offsets"]
+    if entry["dtype"] == "BF16":  # The top half of a float32.
+      bits = np.frombuffer(body[start:end], "<u2").astype(np.uint32) << 16
+      tensors[name] = bits.view(np.float32).reshape(entry["shape"])
+    elif entry["dtype"] in _DTYPES:
+      tensors[name] = np.frombuffer(body[start:end], _DTYPES[entry["dtype"]]).reshape(
+          entry["shape"])
+    else:
+      raise UserError("%s: tensor %s has dtype %s, which BERT weights do not use." %
+                      (path, name, entry["dtype"]))
+  return tensors
+
+
+def _pytorch_bin(path):
+  try:
+    import torch  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise UserError("%s: reading pytorch_model.bin needs PyTorch (pip install torch); or "
+                    "save the model as model.safetensors, which needs nothing more." %
+                    path) from None
+  state = torch.load(path, map_location="cpu", weights_only=True)
+  return {name: value.float().numpy() for name, value in state.items()}
+
+
+def read_tensors(directory):
+  """{Hugging Face name: array} from the directory's weights file(s)."""
+  for name in WEIGHT_FILES:
+    path = os.path.join(directory, name)
+    if not os.path.exists(path):
+      continue
+    read = _pytorch_bin if name.startswith("pytorch") else _safetensors
+    if not name.endswith(".index.json"):
+      return read(path)
+    tensors = {}
+    index = _read_json(path).get("weight_map", {})
+    for shard in sorted(set(index.values())):
+      shard_path = os.path.join(directory, shard)
+      if not os.path.exists(shard_path):
+        raise UserError("%s names shard %s, which is not in %s." % (path, shard, directory))
+      tensors.update(read(shard_path))
+    return tensors
+  others = [n for n in ("tf_model.h5", "flax_model.msgpack") if
+            os.path.exists(os.path.join(directory, n))]
+  raise UserError("%s: no weights file (%s)%s." % (
+      directory, ", ".join(WEIGHT_FILES[::2]),
+      "; it holds only %s: load it in transformers and save_pretrained() it" % others[0]
+      if others else ""))
+
+
+def heads_in(names, architecture):
+  """The heads (BertWithHeads' part names) whose tensors `names` hold.
+  `classifier.weight` is a tagger's in a BertForTokenClassification."""
+  heads = []
+  if "cls.predictions.bias" in names or "cls.predictions.decoder.bias" in names:
+    heads.append("masked_lm")
+  if "cls.seq_relationship.weight" in names:
+    heads.append("next_sentence")
+  if "classifier.weight" in names:
+    heads.append("token_classifier" if architecture == "BertForTokenClassification"
+                 else "classifier")
+  if "qa_outputs.weight" in names:
+    heads.append("span")
+  return heads
+
+
+def _lookup(tensors, name):
+  """A tensor under its name, or the older LayerNorm names (gamma, beta)."""
+  if name in tensors:
+    return name
+  for new, old in ((".LayerNorm.weight", ".LayerNorm.gamma"),
+                   (".LayerNorm.bias", ".LayerNorm.beta")):
+    if name.endswith(new) and name[:-len(new)] + old in tensors:
+      return name[:-len(new)] + old
+  return None
+
+
+def original_tensors(tensors, config, architecture, source):
+  """The directory's tensors under the original's names, [in, out] kernels,
+  float32, with every head they hold (whatever class config.json names:
+  bert-base-uncased says BertForMaskedLM and holds the next-sentence head
+  too); one error line for a missing, misshapen or unplaceable tensor.
+  Returns ({original name: array}, notes)."""
+  notes = []
+  names = set(tensors)
+  prefix = ENCODER_PREFIX if any(n.startswith(ENCODER_PREFIX) for n in names) else ""
+  num_outputs = None
+  if "classifier.weight" in names:
+    num_outputs = np.shape(tensors["classifier.weight"])[0]
+  pooler = prefix + "pooler.dense.weight"
+  has_pooler = _lookup(tensors, pooler) is not None
+  if not has_pooler and architecture not in WITHOUT_POOLER:
+    notes.append("There is no pooler (%s): the pooled output, which classifiers read, "
+                 "starts from random weights, as a new head's." % pooler)
+  pairs = encoder_pairs(config, prefix, pooler=has_pooler)
+  for head in heads_in(names, architecture):
+    pairs += head_pairs(head, config, num_outputs)
+  result = {}
+  used = set()
+  for pair in pairs:
+    found = _lookup(tensors, pair.hf)
+    if found is None and pair.hf == "cls.predictions.bias":
+      found = _lookup(tensors, "cls.predictions.decoder.bias")
+    if found is None:
+      raise UserError("%s: tensor %s is missing." % (source, pair.hf))
+    value = np.asarray(tensors[found])
+    value = value.T if pair.transpose else value
+    if tuple(value.shape) != pair.shape:
+      raise UserError("%s: tensor %s has shape %s; config.json makes it %s." % (
+          source, found, list(np.shape(tensors[found])),
+          list(pair.shape[::-1] if pair.transpose else pair.shape)))
+    result[pair.original] = np.ascontiguousarray(value, dtype=np.float32)
+    used.add(found)
+  for name, original in _TIED.items():
+    if name in names and original in result:
+      if not np.array_equal(np.asarray(tensors[name], np.float32).reshape(
+          result[original].shape), result[original]):
+        raise UserError("%s: tensor %s differs from %s, which the original ties it to; "
+                        "the original architecture cannot hold both." %
+                        (source, name, original))
+      used.add(name)
+  for name in sorted(names - used):
+    if not name.endswith(_BUFFERS):
+      raise UserError("%s: tensor %s has no place in the original architecture." %
+                      (source, name))
+  return result, notes
+
+
+def read_vocab(directory):
+  """The vocabulary's lines: vocab.txt, or the WordPiece model in tokenizer.json."""
+  path = os.path.join(directory, "vocab.txt")
+  if os.path.exists(path):
+    with open(path, encoding="utf-8") as f:
+      return f.read().splitlines()
+  path = os.path.join(directory, "tokenizer.json")
+  if os.path.exists(path):
+    model = _read_json(path).get("model") or {}
+    if model.get("type") != "WordPiece":
+      raise UserError("%s: the tokenizer is %s, not BERT's WordPiece." % (
+          path, model.get("type")))
+    by_id = sorted((i, token) for token, i in model["vocab"].items())
+    if [i for i, _ in by_id] != list(range(len(by_id))):
+      raise UserError("%s: the vocabulary's ids are not 0..%d." % (path, len(by_id) - 1))
+    return [token for _, token in by_id]
+  raise UserError("%s: no vocab.txt (or tokenizer.json): the tokenizer's vocabulary is "
+                  "needed too." % directory)
+
+
+def read_do_lower_case(directory):
+  """Whether the tokenizer lower-cases (and strips accents), as the original's
+  --do_lower_case; one error line for settings its tokenizer cannot follow.
+  Returns (do_lower_case, where it was read)."""
+  path = os.path.join(directory, "tokenizer_config.json")
+  settings, source = {}, None
+  if os.path.exists(path):
+    settings, source = _read_json(path), path
+  elif os.path.exists(os.path.join(directory, "tokenizer.json")):
+    source = os.path.join(directory, "tokenizer.json")
+    normalizer = _read_json(source).get("normalizer") or {}
+    if normalizer.get("type") == "BertNormalizer":
+      settings = {"do_lower_case": normalizer.get("lowercase", True),
+                  "strip_accents": normalizer.get("strip_accents"),
+                  "tokenize_chinese_chars": normalizer.get("handle_chinese_chars", True)}
+  lower = settings.get("do_lower_case", True)  # transformers' BertTokenizer default.
+  if not isinstance(lower, bool):
+    raise UserError("%s: \"do_lower_case\" must be true or false, got %r." % (source, lower))
+  accents = settings.get("strip_accents")
+  if accents is not None and accents != lower:
+    raise UserError("%s: \"strip_accents\": %r with \"do_lower_case\": %r: the original's "
+                    "tokenizer strips accents exactly when it lower-cases." %
+                    (source, accents, lower))
+  if settings.get("tokenize_chinese_chars", True) is False:
+    raise UserError("%s: \"tokenize_chinese_chars\": false: the original's tokenizer always "
+                    "splits CJK characters." % source)
+  return lower, source
+
+
+def read_directory(directory):
+  """A Hugging Face BERT directory as a HuggingFaceModel."""
+  if not is_huggingface_directory(directory):
+    raise UserError("%s: no config.json: not a Hugging Face model directory (save_pretrained "
+                    "writes config.json, model.safetensors and vocab.txt)." % directory)
+  config, architecture = read_config(directory)
+  tensors = read_tensors(directory)
+  source = os.path.join(directory, next(n for n in WEIGHT_FILES
+                                        if os.path.exists(os.path.join(directory, n))))
+  tensors, notes = original_tensors(tensors, config, architecture, source)
+  architecture = architecture or architecture_for(original_heads(tensors))
+  vocab = read_vocab(directory)
+  if len(vocab) > config["vocab_size"]:
+    raise UserError("%s: the vocabulary has %d entries, more than vocab_size %d in "
+                    "config.json." % (directory, len(vocab), config["vocab_size"]))
+  do_lower_case, _ = read_do_lower_case(directory)
+  return HuggingFaceModel(config, tensors, vocab, do_lower_case, architecture, notes)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def original_heads(tensors):
+  """The heads whose tensors {original name: ...} holds, in ARCHITECTURES' order."""
+  return [head for head, prefix in _HEAD_PREFIXES.items()
+          if any(name.startswith(prefix) for name in tensors)]
+
+
+def architecture_for(heads, requested=None):
+  """The transformers class for a model holding `heads` (BertWithHeads'
+  part names), or `requested` if those heads can fill it."""
+  if requested:
+    if requested not in ARCHITECTURES:
+      raise UserError("--hf_architecture=%s: supported: %s." % (
+          requested, ", ".join(sorted(ARCHITECTURES))))
+    lacking = [h for h in ARCHITECTURES[requested] if h not in heads]
+    if lacking:
+      raise UserError("--hf_architecture=%s needs the %s head, which the checkpoint lacks "
+                      "(it has: %s)." % (requested, lacking[0], ", ".join(heads) or "none"))
+    return requested
+  heads = tuple(heads)
+  for architecture, held in ARCHITECTURES.items():
+    if held == heads:
+      return architecture
+  raise UserError("The checkpoint holds several heads (%s); choose the one to write with "
+                  "--hf_architecture (%s)." % (", ".join(heads), ", ".join(sorted(
+                      a for a, held in ARCHITECTURES.items() if held and set(held) <= set(heads)))))
+
+
+def hf_config(config, architecture, num_outputs=None, label_names=None):
+  """config.json's contents for `config` (a bert_config dict)."""
+  if config.get("causal_attention"):
+    raise UserError("A left-to-right (causal_attention) model has no Hugging Face BERT "
+                    "counterpart.")
+  hf = {"architectures": [architecture], "model_type": "bert"}
+  hf.update({k: config[k] for k in CONFIG_FIELDS})
+  hf.update(hidden_act=ACTIVATIONS_TO_HF[config.get("hidden_act", "gelu").lower()],
+            layer_norm_eps=1e-12, pad_token_id=0, position_embedding_type="absolute",
+            tie_word_embeddings=True, dtype="float32")
+  if architecture in ("BertForSequenceClassification", "BertForTokenClassification"):
+    if label_names and len(label_names) != num_outputs:
+      raise UserError("--label_names has %d names; the classifier has %d outputs." % (
+          len(label_names), num_outputs))
+    names = label_names or ["LABEL_%d" % i for i in range(num_outputs)]
+    hf["id2label"] = {str(i): name for i, name in enumerate(names)}
+    hf["label2id"] = {name: i for i, name in enumerate(names)}
+    if architecture == "BertForSequenceClassification" and num_outputs == 1:
+      hf["problem_type"] = "regression"
+  return hf
+
+
+def hf_tensors(tensors, config, architecture):
+  """{original name: array} -> {Hugging Face name: float32 array} for
+  `architecture` (heads the checkpoint holds beyond it are left out)."""
+  num_outputs = None
+  for name in ("output_weights", "cls/token_classification/output_weights"):
+    if name in tensors:
+      num_outputs = np.shape(tensors[name])[0]
+  pairs = model_pairs(architecture, config, num_outputs,
+                      pooler="bert/pooler/dense/kernel" in tensors)
+  result = {}
+  for pair in pairs:
+    if pair.original not in tensors:
+      raise UserError("The checkpoint lacks %s, which a %s needs." % (pair.original,
+                                                                      architecture))
+    value = np.asarray(tensors[pair.original], np.float32)
+    result[pair.hf] = np.ascontiguousarray(value.T if pair.transpose else value)
+  return result, num_outputs
+
+
+def tokenizer_files(do_lower_case, max_length):
+  """tokenizer_config.json and special_tokens_map.json, as transformers'
+  BertTokenizer reads them."""
+  config = dict(SPECIAL_TOKENS, tokenizer_class="BertTokenizer", do_lower_case=do_lower_case,
+                strip_accents=None, tokenize_chinese_chars=True, do_basic_tokenize=True,
+                model_max_length=max_length, clean_up_tokenization_spaces=True)
+  return {"tokenizer_config.json": json.dumps(config, indent=2) + "\n",
+          "special_tokens_map.json": json.dumps(SPECIAL_TOKENS, indent=2) + "\n"}
+
+
+def write_directory(directory, config, tensors, vocab, do_lower_case,
+                    architecture=None, label_names=None):
+  """Writes a directory transformers' `from_pretrained` loads: config.json,
+  model.safetensors, vocab.txt and the tokenizer's settings, all or none.
+  `tensors`: {original name: array}; `config`: bert_config fields (dict);
+  `vocab`: the vocabulary's text. Returns the architecture written."""
+  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
+  architecture = architecture_for(original_heads(tensors), architecture)
+  weights, num_outputs = hf_tensors(tensors, config, architecture)
+  contents = {
+      "config.json": json.dumps(hf_config(config, architecture, num_outputs, label_names),
+                                indent=2) + "\n",
+      "vocab.txt": vocab,
+      "model.safetensors": safetensors_numpy.save(weights, metadata={"format": "pt"}),
+  }
+  contents.update(tokenizer_files(do_lower_case, config["max_position_embeddings"]))
+  files.makedirs(directory)
+  names = sorted(contents)
+  with files.atomic_outputs([os.path.join(directory, n) for n in names], mode="wb") as outs:
+    for name, out in zip(names, outs):
+      data = contents[name]
+      out.file.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+  return architecture

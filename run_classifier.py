@@ -14,22 +14,16 @@ raw text. Re-running the same command resumes training from the last
 checkpoint in --output_dir.
 """
 
-import os
-
 from absl import flags
 from absl import logging
 
 from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
 import modeling
-from modeling import losses
-from modeling import training
 from plumbing import cli
-from plumbing.errors import UserError
-from plumbing import tf_example
 import run_flags
-from tasks.classification import features
+from tasks import driver
 from tasks.classification import glue
-from tasks.classification import outputs
+from tasks.classification import task as classification
 from tasks.classification import windows
 # The original's public names, where its users look for them.
 from tasks.classification.features import _truncate_seq_pair  # noqa: F401
@@ -95,104 +89,15 @@ flags.DEFINE_string("tfds_manual_dir", None,
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
-  task = glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language,
-                            FLAGS.tfds_manual_dir)
-  seq = FLAGS.max_seq_length
-  window_settings = (windows.WindowSettings(FLAGS.window_stride, FLAGS.max_windows)
-                     if FLAGS.window_stride else None)
-  # Weights a checkpoint gives are not drawn first (training.load_weights).
-  with strategy.scope(), modeling.deferred_initialization() as deferred:
-    if window_settings:
-      model = modeling.BertWindowClassifier(
-          config, task.num_labels, pooling=FLAGS.window_pooling,
-          gather_windows=not (FLAGS.use_xla or run_flags.on_tpu(FLAGS)))
-    else:
-      model = modeling.BertClassifier(config, num_labels=task.num_labels)
-
-  def write_records(examples, path):
-    if window_settings:
-      windows.write_windowed_records(examples, task.get_labels(), seq, tokenizer,
-                                     window_settings, path)
-    else:
-      features.file_based_convert_examples_to_features(examples, task.get_labels(), seq,
-                                                       tokenizer, path)
-
-  def read_records(path, **kwargs):
-    return features.read_records(path, seq, task.is_regression,
-                                 windows=window_settings.max_windows if window_settings else None,
-                                 **kwargs)
-
-  def model_outputs(examples, record_name, batch_flag):
-    return run_flags.classifier_outputs(
-        FLAGS, strategy, model, examples, write_records, read_records, record_name,
-        batch_flag, task.is_regression)
-
-  def dev_results():
-    examples = glue.check_examples(task.get_dev_examples(FLAGS.data_dir), "The dev data")
-    return outputs.eval_metrics(
-        model_outputs(examples, "eval.tf_record", "eval_batch_size"),
-        features.label_ids_of(examples, task.get_labels(), task.is_regression),
-        FLAGS.eval_batch_size, task.metrics, task.is_regression)
-
-  best = None
-  if FLAGS.eval_every_steps:
-    if not (FLAGS.do_train and FLAGS.do_eval):
-      raise UserError("--eval_every_steps needs --do_train and --do_eval: it evaluates on "
-                      "the dev set while training.")
-    best = training.BestModel(model, FLAGS.output_dir, outputs.glue_metric,
-                                FLAGS.early_stopping_patience)
-  if FLAGS.do_train and best and best.stopped_at:
-    logging.info("This run stopped early at step %d before.", best.stopped_at)
-    step = training.load_for_inference(model, FLAGS.output_dir, deferred=deferred)
-  elif FLAGS.do_train:
-    examples = glue.check_examples(task.get_train_examples(FLAGS.data_dir),
-                                   "The training data")
-    path = os.path.join(FLAGS.output_dir, "train.tf_record")
-    write_records(examples, path)
-
-    def dataset_fn(per_replica_batch, input_context):
-      records = read_records(path, is_training=True, seed=FLAGS.seed,
-                             input_context=input_context)
-      return tf_example.batched(records, per_replica_batch, drop_remainder=True,
-                                trim_to_multiple=run_flags.trim_to_multiple(FLAGS),
-                                group_by_length=FLAGS.group_by_length)
-    step = training.train(strategy, model, losses.ClassifierLoss(task.is_regression),
-                          dataset_fn, run_flags.fine_tuning_settings(FLAGS, len(examples)),
-                          counts=[("Num examples", len(examples))],
-                          evaluate_every=best and (FLAGS.eval_every_steps,
-                                                   lambda s: best.record(s, dev_results())),
-                          deferred=deferred).step
-  else:
-    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
-                                       deferred)
-  if best and best.best_step is not None:
-    step = best.restore()
-
-  if FLAGS.do_eval:
-    logging.info("***** Running evaluation *****")
-    training.report_eval_results(FLAGS.output_dir, dev_results(), step)
-
-  if FLAGS.do_predict:
-    examples = glue.check_examples(task.get_test_examples(FLAGS.data_dir), "The test data")
-    logging.info("***** Running prediction *****")
-    logits, _, is_real = model_outputs(examples, "predict.tf_record", "predict_batch_size")
-    logits = logits[is_real > 0]
-    values = logits if task.is_regression else outputs.softmax(logits)
-    outputs.write_test_results(os.path.join(FLAGS.output_dir, "test_results.tsv"), values)
-    if task.submission_name:
-      path = os.path.join(FLAGS.output_dir, task.submission_name + ".tsv")
-      outputs.write_glue_submission(path, examples, values, task.get_labels(),
-                                    task.is_regression)
-      logging.info("GLUE submission file: %s", path)
-
-  if FLAGS.export_dir:
-    from serving import classifier  # pylint: disable=g-import-not-at-top  (tensorflow-text)
-    classifier.export_classifier(
-        model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-        FLAGS.max_seq_length, task.get_labels(), task.is_regression,
-        sentence_pair=not task.single_sentence, precision=FLAGS.export_precision,
-        limits=run_flags.request_limits(FLAGS), windows=window_settings)
-    logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
+  task = classification.ClassificationTask(
+      glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language,
+                         FLAGS.tfds_manual_dir),
+      FLAGS.data_dir, tokenizer, FLAGS.max_seq_length, run_flags.export_settings(FLAGS),
+      windows=(windows.WindowSettings(FLAGS.window_stride, FLAGS.max_windows)
+               if FLAGS.window_stride else None),
+      window_pooling=FLAGS.window_pooling,
+      gather_windows=not (FLAGS.use_xla or run_flags.on_tpu(FLAGS)))
+  driver.run(task, run_flags.driver_settings(FLAGS), strategy, config)
 
 
 def cli_main():

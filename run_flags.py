@@ -12,7 +12,6 @@ hand the library plain values: a strategy, a config, a tokenizer,
 `modeling.training.TrainingSettings`.
 """
 
-import os
 
 from absl import flags
 from absl import logging
@@ -20,10 +19,10 @@ import keras
 
 from data_prep import tokenization
 from modeling import config as config_lib
-from modeling import inference
 from modeling import training
 from plumbing.errors import UserError
 from plumbing import files
+from tasks import driver
 
 flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
 flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
@@ -217,11 +216,7 @@ def on_tpu(flag_values):
 
 def check_batch_size(flag_values, flag_name, strategy):
   """A batch-size flag's value, which must split evenly over the replicas."""
-  value = getattr(flag_values, flag_name)
-  if value % strategy.num_replicas_in_sync:
-    raise UserError("--%s=%d must be divisible by the %d replicas." %
-                    (flag_name, value, strategy.num_replicas_in_sync))
-  return value
+  return driver.batch_size_of(strategy, getattr(flag_values, flag_name), flag_name)
 
 
 def check_classifier_actions(flag_values):
@@ -264,23 +259,28 @@ def training_settings(flag_values, num_train_steps, num_warmup_steps):
       use_xla=flag_values.use_xla)
 
 
-def fine_tuning_settings(flag_values, num_examples):
-  """training_settings for --num_train_epochs over `num_examples`, with
-  --warmup_proportion of warm-up (rounded down, as the original)."""
-  return training_settings(flag_values, *training.fine_tuning_steps(
-      num_examples, flag_values.train_batch_size, flag_values.num_train_epochs,
-      flag_values.warmup_proportion))
+def _value(flag_values, name, default):
+  """A flag's value, or `default` where the script does not define it."""
+  return flag_values[name].value if name in flag_values else default
 
 
-def classifier_outputs(flag_values, strategy, model, examples, write_records, read_records,
-                       record_name, batch_flag, is_regression=False):
-  """Writes `examples` to --output_dir/record_name with write_records(examples,
-  path), reads them back with read_records(path), and runs the classifier (or
-  multiple-choice) `model` over them in batches of the flag `batch_flag`:
-  inference.classifier_outputs' logits, per-example losses and is_real."""
-  path = os.path.join(flag_values.output_dir, record_name)
-  write_records(examples, path)
-  return inference.classifier_outputs(
-      strategy, model, read_records(path), len(examples),
-      check_batch_size(flag_values, batch_flag, strategy), is_regression,
-      trim_to_multiple=trim_to_multiple(flag_values))
+def driver_settings(flag_values, pad_by_default=False):
+  """The fine-tuning flags as the driver's Settings (tasks/driver.py)."""
+  f = flag_values
+  return driver.Settings(
+      output_dir=f.output_dir, training=training_settings(f, 0, 0), do_train=f.do_train,
+      do_eval=_value(f, "do_eval", False), do_predict=f.do_predict, export_dir=f.export_dir,
+      init_checkpoint=f.init_checkpoint, num_train_epochs=f.num_train_epochs,
+      warmup_proportion=f.warmup_proportion, seed=f.seed,
+      eval_batch_size=_value(f, "eval_batch_size", 8),
+      predict_batch_size=_value(f, "predict_batch_size", 8),
+      trim_to_multiple=trim_to_multiple(f, pad_by_default), group_by_length=f.group_by_length,
+      eval_every_steps=_value(f, "eval_every_steps", 0),
+      early_stopping_patience=_value(f, "early_stopping_patience", 0))
+
+
+def export_settings(flag_values):
+  """What every export takes from the flags (driver.Export)."""
+  return driver.Export(flag_values.vocab_file, flag_values.do_lower_case,
+                       flag_values.export_precision,
+                       request_limits(flag_values) if flag_values.export_dir else None)

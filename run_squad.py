@@ -15,25 +15,17 @@ that answers (question, context) strings under TF Serving. Re-running the same c
 resumes training from the last checkpoint in --output_dir.
 """
 
-import os
-import random
+import dataclasses
 
 from absl import flags
 from absl import logging
 
 from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
-import modeling
-from modeling import inference
-from modeling import losses
-from modeling import training
 from plumbing import cli
 from plumbing.errors import UserError
-from plumbing import tf_example
 import run_flags
-from tasks.squad import evaluate
-from tasks.squad import examples as squad_examples
-from tasks.squad import features as squad_features
-from tasks.squad import predictions
+from tasks import driver
+from tasks.squad import task as squad_task
 # The original's public names, where its users look for them.
 from tasks.squad.examples import read_squad_examples  # noqa: F401
 from tasks.squad.examples import SquadExample  # noqa: F401
@@ -100,97 +92,17 @@ def validate_flags(flag_values):
                     "(%d) + 3" % (f.max_seq_length, f.max_query_length))
 
 
-def _trim_to_multiple():
-  """Fixed length unless --pad_to_max_seq_length=false: the original's span
-  head scores padding positions too (they are in the training loss's softmax
-  and can take places in the n-best lists), so dropping them changes results."""
-  return run_flags.trim_to_multiple(FLAGS, pad_by_default=True)
-
-
-def _convert(examples, tokenizer, is_training, output_fn):
-  squad_features.convert_examples_to_features(
-      examples=examples, tokenizer=tokenizer, max_seq_length=FLAGS.max_seq_length,
-      doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
-      is_training=is_training, output_fn=output_fn)
-
-
-def train(strategy, model, tokenizer, deferred=None):
-  examples = squad_examples.read_squad_examples(
-      FLAGS.train_file, is_training=True,
-      version_2_with_negative=FLAGS.version_2_with_negative)
-  if not examples:
-    raise UserError("%s has no usable training examples." % FLAGS.train_file)
-  random.Random(12345).shuffle(examples)  # The original's pre-shuffle.
-  path = os.path.join(FLAGS.output_dir, "train.tf_record")
-  with squad_features.FeatureWriter(path, is_training=True) as writer:
-    _convert(examples, tokenizer, True, writer.process_feature)
-  counts = [("Num orig examples", len(examples)), ("Num split examples", writer.num_features)]
-  settings = run_flags.fine_tuning_settings(FLAGS, len(examples))
-  del examples
-
-  def dataset_fn(per_replica_batch, input_context):
-    records = squad_features.read_features(path, FLAGS.max_seq_length, is_training=True,
-                                           seed=FLAGS.seed, input_context=input_context)
-    return tf_example.batched(records, per_replica_batch, drop_remainder=True,
-                              trim_to_multiple=_trim_to_multiple())
-  return training.train(strategy, model, losses.SpanLoss(), dataset_fn, settings,
-                        counts=counts, deferred=deferred)
-
-
-def predict(strategy, model, tokenizer):
-  examples = squad_examples.read_squad_examples(
-      FLAGS.predict_file, is_training=False,
-      version_2_with_negative=FLAGS.version_2_with_negative)
-  path = os.path.join(FLAGS.output_dir, "eval.tf_record")
-  features = []
-  with squad_features.FeatureWriter(path, is_training=False) as writer:
-    def keep(feature):
-      features.append(feature)
-      writer.process_feature(feature)
-    _convert(examples, tokenizer, False, keep)
-  logging.info("***** Running predictions *****")
-  logging.info("  Num orig examples = %d", len(examples))
-  logging.info("  Num split examples = %d", len(features))
-  records = squad_features.read_features(path, FLAGS.max_seq_length, is_training=False)
-  results = predictions.raw_results(*inference.span_logits(
-      strategy, model, records, len(features),
-      run_flags.check_batch_size(FLAGS, "predict_batch_size", strategy),
-      FLAGS.max_seq_length, _trim_to_multiple()))
-  paths = [os.path.join(FLAGS.output_dir, name) for name in (
-      "predictions.json", "nbest_predictions.json", "null_odds.json")]
-  answers, _, null_odds = predictions.write_predictions(
-      examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length,
-      FLAGS.do_lower_case, *paths, version_2_with_negative=FLAGS.version_2_with_negative,
-      null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-      verbose_logging=FLAGS.verbose_logging)
-  evaluate.write_scores(FLAGS.predict_file, answers,
-                        null_odds if FLAGS.version_2_with_negative else None,
-                        os.path.join(FLAGS.output_dir, "squad_eval.json"),
-                        FLAGS.version_2_with_negative)
-
-
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, validate_flags)
-  with strategy.scope(), modeling.deferred_initialization() as deferred:
-    model = modeling.BertSpanPredictor(config)
-  if FLAGS.do_train:
-    train(strategy, model, tokenizer, deferred)
-  else:
-    training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint, deferred)
-  if FLAGS.do_predict:
-    predict(strategy, model, tokenizer)
-  if FLAGS.export_dir:
-    from serving import squad  # pylint: disable=g-import-not-at-top  (tensorflow-text)
-    squad.export_span_predictor(
-        model, FLAGS.export_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
-        max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
-        max_answer_length=FLAGS.max_answer_length,
-        version_2_with_negative=FLAGS.version_2_with_negative,
-        null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-        precision=FLAGS.export_precision, limits=run_flags.request_limits(FLAGS))
-    logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
+  settings = squad_task.SquadSettings(**{
+      field.name: getattr(FLAGS, field.name)
+      for field in dataclasses.fields(squad_task.SquadSettings)})
+  task = squad_task.SquadTask(settings, tokenizer, run_flags.export_settings(FLAGS))
+  # Fixed length unless --pad_to_max_seq_length=false: the original's span
+  # head scores padding positions too (they are in the training loss's softmax
+  # and can take places in the n-best lists), so dropping them changes results.
+  driver.run(task, run_flags.driver_settings(FLAGS, pad_by_default=True), strategy, config)
 
 
 def cli_main():

@@ -88,6 +88,22 @@ class ClassificationHead(_OutputWeights):
     return self._names("")
 
 
+class TokenClassificationHead(_OutputWeights):
+  """Dropout (0.1 while training) + dense to `num_labels` on every token's
+  vector: [batch, seq, num_labels] logits (tagging, as named-entity
+  recognition; Hugging Face's BertForTokenClassification)."""
+
+  def __init__(self, config, num_labels, dropout_rate=0.1, **kwargs):
+    super().__init__(config, num_labels, **kwargs)
+    self.dropout = layers.Dropout(dropout_rate)
+
+  def call(self, sequence_output, training=False):
+    return self.logits(self.dropout(sequence_output, training=training))
+
+  def original_names(self):
+    return self._names("cls/token_classification/")
+
+
 class SpanHead(_OutputWeights):
   """Per-token start and end logits, [batch, seq] each."""
 
@@ -122,6 +138,17 @@ def classification_loss(logits, labels):
   labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
   per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
   return tf.reduce_mean(per_example), per_example
+
+
+def tagging_loss(logits, tag_ids):
+  """Per-token cross-entropy [batch, seq] and its weights: 1 where a token
+  has a label (tag_ids >= 0), 0 elsewhere (later WordPieces, [CLS], [SEP],
+  padding), as Hugging Face's token classification ignores label -100."""
+  tag_ids = tf.cast(tag_ids, tf.int32)
+  weights = tf.cast(tag_ids >= 0, tf.float32)
+  per_token = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.maximum(tag_ids, 0), logits=tf.cast(logits, tf.float32))
+  return per_token * weights, weights
 
 
 def regression_loss(predictions, targets):

@@ -142,3 +142,34 @@ def span_logits(strategy, model, records, num_features, batch_size, max_seq_leng
   return outputs_in_order(strategy, replica, records, num_features, batch_size,
                           trim_to_multiple, sequence_outputs=(1, 2),
                           padded_length=max_seq_length, fill=-np.inf)
+
+
+def token_logits(strategy, model, records, num_records, batch_size, max_seq_length,
+                 trim_to_multiple=None):
+  """A tagger's float32 logits [records, max_seq_length, labels] over
+  `records`, in input order (positions past a length-aware batch's longest
+  row hold 0: no label sits there)."""
+  def replica(features):
+    return (tf.cast(model(features, training=False)["token_logits"], tf.float32),)
+  logging.info("  Batch size = %d", batch_size)
+  (logits,) = outputs_in_order(strategy, replica, records, num_records, batch_size,
+                               trim_to_multiple, sequence_outputs=(0,),
+                               padded_length=max_seq_length)
+  return logits
+
+
+def masked_lm_top_k(strategy, model, records, num_records, batch_size, top_k,
+                    trim_to_multiple=None):
+  """The `top_k` most likely tokens at each of `masked_lm_positions` by a
+  model with the masked-LM head (the original's get_masked_lm_output):
+  (ids [records, masks, top_k] int32, probabilities float32), input order;
+  ties go to the lower id."""
+  def replica(features):
+    log_probs = model(features, training=False)["masked_lm_log_probs"]
+    masks = tf.shape(features["masked_lm_positions"])[1]
+    values, ids = tf.math.top_k(tf.reshape(log_probs, [-1, masks, log_probs.shape[-1]]),
+                                top_k)
+    return ids, tf.exp(values)
+  logging.info("  Batch size = %d", batch_size)
+  return outputs_in_order(strategy, replica, records, num_records, batch_size,
+                          trim_to_multiple)

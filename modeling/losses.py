@@ -45,6 +45,20 @@ class SpanLoss(object):
     return tf.reduce_sum(per_example) / totals["examples"]
 
 
+class TaggingLoss(object):
+  """Mean cross-entropy over the labelled tokens of the global batch (a
+  word's first WordPiece); each replica contributes its sum over the global
+  count."""
+
+  def totals(self, features):
+    return {"tags": tf.reduce_sum(tf.cast(features["tag_ids"] >= 0, tf.float32))}
+
+  def __call__(self, model, features, totals):
+    logits = model(features, training=True)["token_logits"]
+    per_token, _ = heads.tagging_loss(logits, features["tag_ids"])
+    return tf.reduce_sum(per_token) / tf.maximum(totals["tags"], 1.0)
+
+
 class PretrainingLoss(object):
   """Masked-LM + next-sentence loss of the global batch, split by replica.
 

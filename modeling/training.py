@@ -26,13 +26,12 @@ original's semantics exactly:
     `iterations_per_loop` steps (1000 by default), too long to wait; here the
     compiled loop itself reads the request before each step. Under
     MultiWorkerMirroredStrategy the request is per worker: send it to all;
-  * optionally, a dev evaluation every N steps that keeps the best weights
-    (BestModel) and can stop training early.
+  * optionally, a callback every N steps (the fine-tuning driver's dev
+    evaluation, tasks/driver.py) that can stop training early.
 """
 
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import time
@@ -84,8 +83,8 @@ def create_strategy(name=None, num_gpus=0, use_tpu=False, tpu_name=None,
     gpus = gpus[:num_gpus]
   if name == "one_device":
     # TensorFlow's default strategy: one replica, ops placed as usual (on the
-    # first GPU if there is one). OneDeviceStrategy computes the same but its
-    # per-step input copies cost ~6% at small model sizes.
+    # first GPU if there is one). OneDeviceStrategy computes the same but
+    # copies each step's input, which small models notice.
     return tf.distribute.get_strategy()
   if name == "mirrored":
     devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
@@ -355,15 +354,15 @@ def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
           tf.summary.scalar("learning_rate", learning_rate)
           tf.summary.scalar("examples_per_second", rate)
       if bool(stop_requested.numpy()):
-        saved = manager.save(checkpoint_number=step)
+        saved = _save(manager, step)
         writer.flush()
         raise Stopped("SIGTERM at step %d of %d; saved %s. Run the same command again "
                       "to continue from there." % (step, num_train_steps, saved))
       if step % save_checkpoints_steps == 0 or step == num_train_steps:
-        manager.save(checkpoint_number=step)
+        _save(manager, step)
       if eval_steps and (step % eval_steps == 0 or step == num_train_steps) and evaluate(step):
         if step % save_checkpoints_steps and step != num_train_steps:
-          manager.save(checkpoint_number=step)
+          _save(manager, step)
         logging.info("Stopping early at step %d of %d: dev results stopped improving.",
                      step, num_train_steps)
         break
@@ -371,6 +370,24 @@ def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
   if ckpt_dir != output_dir:
     shutil.rmtree(ckpt_dir, ignore_errors=True)
   return TrainResult(step, loss, rate)
+
+
+def _save(manager, step):
+  """Saves checkpoint `step`; a save that fails (a full disk, most often)
+  leaves no partial files behind, only the earlier checkpoints."""
+  try:
+    return manager.save(checkpoint_number=step)
+  except BaseException:
+    prefix = os.path.join(manager.directory, "ckpt-%d" % step)
+    for leftover in tf.io.gfile.glob(prefix + "_temp*") + tf.io.gfile.glob(prefix + ".*"):
+      try:
+        if tf.io.gfile.isdir(leftover):
+          tf.io.gfile.rmtree(leftover)
+        else:
+          tf.io.gfile.remove(leftover)
+      except (OSError, tf.errors.OpError):
+        pass  # The save's own error is the one to report.
+    raise
 
 
 def _resume_advice(manager, ckpt_dir):
@@ -423,100 +440,3 @@ def latest_checkpoint_step(output_dir):
   if not latest:
     return 0
   return int(tf.train.load_checkpoint(latest).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
-
-
-def report_eval_results(output_dir, results, step):
-  """Writes eval_results.txt in `output_dir` as the original did (`key =
-  value` lines in sorted key order, with `global_step`) and logs it."""
-  results = dict(results, global_step=step)
-  files.write_text(os.path.join(output_dir, "eval_results.txt"), "".join(
-      "%s = %s\n" % (key, str(results[key])) for key in sorted(results)))
-  logging.info("***** Eval results *****")
-  for key in sorted(results):
-    logging.info("  %s = %s", key, str(results[key]))
-
-
-# ---------------------------------------------------------------------------
-# The best weights on dev during training (--eval_every_steps), kept across
-# interruptions: <output_dir>/best/ holds them as a checkpoint of the model
-# alone, and history.json every evaluation so far (step -> value), the best
-# step and the metric. history.json is written last, atomically: a run
-# killed mid-save keeps the previous best.
-
-BEST_HISTORY = "history.json"
-
-
-class BestModel(object):
-
-  """metric_of(results) names the result to maximise; `patience` > 0 stops
-  training after that many evaluations without a better one."""
-
-  def __init__(self, model, output_dir, metric_of, patience=0):
-    self.model = model
-    self.directory = os.path.join(output_dir, "best")
-    self.metric_of = metric_of
-    self.patience = patience
-    self.state = {"metric": None, "best_step": None, "stopped_at": None, "history": {}}
-    path = os.path.join(self.directory, BEST_HISTORY)
-    if os.path.exists(path):  # A resumed run: what it had found so far.
-      with open(path, encoding="utf-8") as f:
-        self.state = json.load(f)
-
-  @property
-  def best_step(self):
-    return self.state["best_step"]
-
-  @property
-  def stopped_at(self):
-    """The step training stopped early at, if it did."""
-    return self.state["stopped_at"]
-
-  @property
-  def metric(self):
-    return self.state["metric"]
-
-  def _value(self, step):
-    return self.state["history"][str(step)]
-
-  def record(self, step, results):
-    """Notes the evaluation at `step` (a dict with the metric), keeps the
-    weights if they are the best so far; True when training should stop
-    (the last `patience` evaluations did not improve on the best)."""
-    self.state["metric"] = self.metric or self.metric_of(results)
-    value = float(results[self.metric])
-    self.state["history"][str(step)] = value
-    best = self.best_step
-    if best is None or value > self._value(best) or step == best:
-      prefix = os.path.join(self.directory, "ckpt-%d" % step)
-      tf.train.Checkpoint(model=self.model).write(prefix)
-      self.state["best_step"] = step
-      self._save_state()
-      if best is not None and best != step:
-        for name in tf.io.gfile.glob(os.path.join(self.directory, "ckpt-%d.*" % best)):
-          files.remove(name)
-      logging.info("Step %d: %s = %.6f, the best so far; weights kept in %s.",
-                   step, self.metric, value, prefix)
-      return False
-    since = sum(1 for s in self.state["history"] if int(s) > self.best_step)
-    logging.info("Step %d: %s = %.6f; the best is %.6f at step %d (%d evaluations ago).",
-                 step, self.metric, value, self._value(self.best_step), self.best_step, since)
-    if self.patience and since >= self.patience:
-      self.state["stopped_at"] = step
-    self._save_state()
-    return self.stopped_at is not None
-
-  def _save_state(self):
-    files.makedirs(self.directory)
-    files.write_text(os.path.join(self.directory, BEST_HISTORY),
-                     json.dumps(self.state, indent=2, sort_keys=True) + "\n")
-
-  def restore(self):
-    """Loads the best weights into the model; returns their step, or None
-    when no evaluation was recorded."""
-    if self.best_step is None:
-      return None
-    checkpoints.load_checkpoint(self.model, os.path.join(self.directory,
-                                                         "ckpt-%d" % self.best_step))
-    logging.info("Using the best weights on dev: step %d, %s = %.6f.", self.best_step,
-                 self.metric, self._value(self.best_step))
-    return self.best_step

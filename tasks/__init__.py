@@ -1,8 +1,11 @@
-"""The fine-tuning tasks, each owning its files, features, records and outputs.
+"""The fine-tuning tasks, each kind owning its files, features, records,
+model, outputs and export, and the one driver that runs any of them.
 
+driver.py (train, evaluate, predict, export, in the original's order);
 classification/ (GLUE and XNLI: glue.py declares each task once); squad/
 (SQuAD 1.1 and 2.0: examples, windowed features, predictions, the official
-metric); swag.py (multiple choice); feature_extraction.py (extract_features'
-input lines and output files). The model side of a task (its head and loss)
-is in modeling/, its SavedModel in serving/.
+metric); swag/ (multiple choice); ner/ (named-entity recognition: CoNLL
+files, first-piece labels, the CoNLL scorer's counts); each kind's task.py
+answers the driver. feature_extraction.py: extract_features' input lines and
+output files.
 """

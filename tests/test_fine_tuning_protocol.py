@@ -8,7 +8,7 @@ import random
 import subprocess
 import sys
 
-from conftest import REPO_ROOT, data_file
+from conftest import REPO_ROOT, data_file, read_eval_results
 
 CONFIG = data_file("eval_reference/bert_config.json")
 WORDS = ("the cat sat on a mat while dogs ran across green fields under grey skies "
@@ -46,8 +46,7 @@ def run(script, args):
 
 
 def results_of(path):
-  with open(path, encoding="utf-8") as f:
-    return dict(line.strip().split(" = ") for line in f)
+  return read_eval_results(path)
 
 
 def test_grid_selects_by_the_task_metric_resumes_and_its_best_equals_a_single_run(tmp_path):

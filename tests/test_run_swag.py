@@ -9,9 +9,8 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
-from conftest import REPO_ROOT, data_file
+from conftest import REPO_ROOT, assert_one_line_error, data_file, read_eval_results, run_cli_cases
 
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
 CONTEXTS = ["The man walks into the room.", "A woman sits on the bench.",
@@ -74,8 +73,7 @@ def test_tiny_model_learns_a_recoverable_task(tmp_path):
       "--learning_rate=2e-3", "--num_train_epochs=2", "--eval_batch_size=10",
       "--export_dir=%s" % (tmp_path / "export")])
   assert result.returncode == 0, result.stderr[-3000:]
-  with open(out / "eval_results.txt") as f:
-    results = dict(line.strip().split(" = ") for line in f)
+  results = read_eval_results(out / "eval_results.txt")
   assert sorted(results) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
   assert results["global_step"] == "60"  # 480 / 16 * 2
   assert float(results["eval_accuracy"]) > 0.9  # Chance is 0.25.
@@ -110,20 +108,23 @@ def _check_export(export_dir, test_csv, probabilities):
       e.endings[i] for e, i in zip(examples, chosen)]
 
 
-@pytest.mark.parametrize("bad_row,message", [
+_BAD_ROWS = [
     ("0,v,1,s,a,b,g,e0,e1,e2,e3,7", "val.csv:3: label '7' is not an ending index (0-3)"),
     ("0,v,1,s,a,b,g,e0,e1,,e3,1", "val.csv:3: ending2 is empty"),
-])
-def test_bad_input_is_one_line_and_no_output(tmp_path, bad_row, message):
-  data = tmp_path / "data"
-  data.mkdir()
-  _swag_file(data / "val.csv", 1, seed=4)
-  with open(data / "val.csv", "a", encoding="utf-8") as f:
-    f.write(bad_row + "\n")
-  out = tmp_path / "out"
-  result = run_swag(_flags(data, out, _tiny_config(tmp_path)) + ["--do_eval"])
-  assert result.returncode == 1
-  assert "Traceback" not in result.stderr
-  errors = [l for l in result.stderr.splitlines() if l.startswith("run_swag.py: error:")]
-  assert len(errors) == 1 and message in errors[0]
-  assert not (out / "eval_results.txt").exists()
+]
+
+
+def test_bad_input_is_one_line_and_no_output(tmp_path):
+  cases = []
+  for n, (bad_row, _) in enumerate(_BAD_ROWS):
+    data = tmp_path / ("data%d" % n)
+    data.mkdir()
+    _swag_file(data / "val.csv", 1, seed=4)
+    with open(data / "val.csv", "a", encoding="utf-8") as f:
+      f.write(bad_row + "\n")
+    cases.append(_flags(data, tmp_path / ("out%d" % n), _tiny_config(tmp_path)) + ["--do_eval"])
+  results = run_cli_cases("run_swag.py", cases)
+  assert len(results) == len(_BAD_ROWS)
+  for n, (result, (_, message)) in enumerate(zip(results, _BAD_ROWS)):
+    assert_one_line_error(result, "run_swag.py", message)
+    assert not (tmp_path / ("out%d" % n) / "eval_results.txt").exists()

@@ -499,11 +499,23 @@ def test_records_read_back_as_int32_feature_dicts(tokenizer, tmp_path):
     features = _features(examples, tokenizer, LENGTHS["edge"], True)
     for f in features:
       writer.process_feature(f)
-  read = list(squad_features.read_features(path, 64, is_training=False).take(3))
+  read = list(squad_features.read_features(path, 64, is_training=False))
+  assert len(features) > 3 and len(read) == len(features)
   for f, got in zip(features, read):
     assert int(got["unique_ids"]) == f.unique_id
     assert got["input_ids"].numpy().tolist() == f.input_ids
+    assert got["input_mask"].numpy().tolist() == f.input_mask
+    assert got["segment_ids"].numpy().tolist() == f.segment_ids
     assert got["segment_ids"].dtype.name == "int32"
-  training = next(iter(squad_features.read_features(path, 64, is_training=True, seed=1)))
-  assert set(training) == {"unique_ids", "input_ids", "input_mask", "segment_ids",
-                           "start_positions", "end_positions"}
+  # Training reads them repeated, shuffled, with the answer positions.
+  training = list(squad_features.read_features(path, 64, is_training=True, seed=1).take(
+      3 * len(features) + 200))
+  assert set(training[0]) == {"unique_ids", "input_ids", "input_mask", "segment_ids",
+                              "start_positions", "end_positions"}
+  by_id = {f.unique_id: f for f in features}
+  assert {int(t["unique_ids"]) for t in training} == set(by_id)
+  for got in training:
+    f = by_id[int(got["unique_ids"])]
+    assert got["input_ids"].numpy().tolist() == f.input_ids
+    assert (int(got["start_positions"]), int(got["end_positions"])) == (
+        f.start_position, f.end_position)

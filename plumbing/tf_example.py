@@ -126,9 +126,9 @@ class ExampleSpec(object):
   slice); that is what `encode_batch` takes.
 
   `compile_after_rows`: below this many rows encoded, the NumPy encoder
-  (nothing to load; about 8 us a record of 128 tokens here); from it on, the
-  compiled one (about 3.5 us, after about half a second to import numba and
-  load its code). A task's dev set stays below; the pre-training data
+  (nothing to load); from it on, the compiled one (faster per record, once
+  numba is imported and its code loaded, which costs more than a dev set's
+  records take). A task's dev set stays below; the pre-training data
   generator sets 0.
   """
 
@@ -221,7 +221,7 @@ class ExampleSpec(object):
 def without_autograph(function):
   """`function` for tf.data to trace as it is: tf.data runs map and grouping
   functions through autograph unless told not to, and autograph's first
-  conversion in a process costs about 0.2 s, a tenth of a small evaluation
+  conversion in a process is a noticeable share of a small evaluation
   command's work. None of ours branches or loops on tensors in Python."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.autograph.experimental.do_not_convert(function)
@@ -246,7 +246,8 @@ def read_records(input_files, spec, is_training=False, seed=0, input_context=Non
 
 # The features that run along the sequence (the last axis); the rest are per
 # example (labels) or index into it (masked positions, below the real length).
-SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+# A tagger's labels (tag_ids) run along it too.
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "tag_ids")
 
 
 def trimmed_length(input_mask, multiple):
@@ -309,7 +310,7 @@ def length_grouped_batches(records, batch_size, multiple, index_name="example_in
   holds more of them, up to the same number of token positions (a batch of
   16-token rows from 128-token records holds 8x the rows). Its activations
   take no more memory than a padded batch's, and the larger products run
-  faster per row (bench/README.md)."""
+  faster per row."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   def with_index(index, features):

@@ -1,0 +1,233 @@
+"""A fine-tuned tagger (named-entity recognition) as a SavedModel for TF
+Serving: raw text in, entities out.
+
+    export_tagger(model, "export/1", vocab_file, do_lower_case=True,
+                  max_seq_length=128, doc_stride=64, label_list=labels)
+
+Signatures:
+  * `serving_default`: `text` [batch] in. The text is split into words at
+    whitespace (as CoNLL files hold one word a line), each word into
+    WordPieces; a text longer than a sequence is cut into windows as
+    run_ner.py cuts sentences, and each word is tagged from its first piece
+    in the window that gives it the most context. Out, per text, up to
+    the longest text's count of entities (padded): `entity_type` (PER, ...;
+    "" for padding), `entity_start` and `entity_end` (code-point offsets in
+    the text, end excluded; -1 for padding), `entity_text` and
+    `entity_score` (the mean over the entity's words of the tag's
+    probability), with `num_entities`; and per word, `words`, `word_start`,
+    `word_end` and `tags` (the IOB2 tag; "" past the text's last word).
+  * `serve_features`: `input_ids`, `input_mask`, `segment_ids` in,
+    `token_logits` out.
+  * `tokenize`: `text` in, the windows' three feature tensors out.
+Entities are read from the tags as the CoNLL scorer reads them: a B- tag,
+or an I- tag after O or after another type, starts one.
+"""
+
+import tensorflow as tf
+
+import modeling
+from plumbing import tf_example
+from serving import export
+from serving import squad_ops
+
+_SPACES = [c for c in range(0x110000) if chr(c).isspace()]
+
+
+def _lengths(ragged):
+  return tf.cast(ragged.row_lengths(), tf.int32)
+
+
+def words_of(texts):
+  """The whitespace-separated words of each text (as str.split() splits):
+  (words [batch, (words)] strings, start and end [batch, (words)] int32
+  code-point offsets, end excluded)."""
+  chars = tf.strings.unicode_decode(texts, "UTF-8", errors="replace")
+  flat = chars.flat_values
+  space = tf.reduce_any(tf.equal(flat[:, None], tf.constant(_SPACES, tf.int32)[None, :]),
+                        axis=1)
+  position = tf.ragged.range(_lengths(chars)).flat_values
+  is_space = chars.with_flat_values(space)
+  before = tf.concat([tf.ones_like(is_space[:, :1]), is_space[:, :-1]], axis=1).flat_values
+  after = tf.concat([is_space[:, 1:], tf.ones_like(is_space[:, :1])], axis=1).flat_values
+  row = tf.cast(chars.value_rowids(), tf.int32)
+  starts = tf.boolean_mask(position, ~space & before)
+  ends = tf.boolean_mask(position + 1, ~space & after)
+  word_row = tf.boolean_mask(row, ~space & before)
+  batch = tf.shape(texts, out_type=tf.int64)[0]
+  rows = tf.cast(word_row, tf.int64)  # Row splits as the tokenizer's, int64.
+  start = tf.RaggedTensor.from_value_rowids(starts, rows, nrows=batch)
+  end = tf.RaggedTensor.from_value_rowids(ends, rows, nrows=batch)
+  offsets = tf.gather(tf.cast(chars.row_splits, tf.int32), word_row)
+  index = tf.ragged.range(starts + offsets, ends + offsets)
+  words = tf.strings.unicode_encode(tf.gather(flat, index), "UTF-8")
+  return start.with_flat_values(words), start, end
+
+
+def windows(tokenizer, texts, max_seq_length, doc_stride):
+  """The windows of every text's WordPieces, as tasks/ner/features.py makes
+  them: {input_ids, input_mask, segment_ids [windows, max_seq_length],
+  example [windows] (its text), word [windows, max_seq_length] (the word a
+  position labels, -1 if none)} and the words (words_of)."""
+  words, word_start, word_end = words_of(texts)
+  pieces = tokenizer.tokenize_to_ids(words.flat_values)  # [all words, (pieces)]
+  empty = tf.equal(_lengths(pieces), 0)  # A word of no piece is [UNK].
+  unk = tf.ragged.boolean_mask(tf.fill([tf.shape(empty)[0], 1], tokenizer.unk_id),
+                               empty[:, None])
+  pieces = tf.concat([pieces, unk], axis=1)
+  doc = words.with_flat_values(pieces).merge_dims(1, 2)  # [batch, (pieces)]
+  piece_word = tf.repeat(tf.ragged.range(_lengths(words)).flat_values, _lengths(pieces))
+  first_piece = tf.equal(tf.ragged.range(_lengths(pieces)).flat_values, 0)
+
+  max_doc = max_seq_length - 2
+  doc_length = _lengths(doc)
+  step = min(max_doc, doc_stride)
+  count = tf.where(doc_length > 0, 1 + (tf.maximum(doc_length - max_doc, 0) + step - 1) // step,
+                   0)
+  example = tf.repeat(tf.range(tf.shape(texts)[0]), count)
+  start = tf.ragged.range(count).flat_values * step
+  length = tf.minimum(tf.gather(doc_length, example) - start, max_doc)
+  take = lambda values: squad_ops._take(values, doc.row_splits, example, start,  # pylint: disable=protected-access
+                                        start + length)
+  window_ids, window_word, window_first = take(doc.flat_values), take(piece_word), take(
+      first_piece)
+
+  # Each piece's window: the first with the highest min(left, right) + 0.01 * length.
+  position = tf.ragged.range(length)
+  score = tf.cast(tf.minimum(position, (length - 1)[:, None] - position), tf.float64)
+  score = score + 0.01 * tf.cast(length, tf.float64)[:, None]
+  token = (position + tf.gather(tf.cast(doc.row_splits, tf.int32), example)[:, None]
+           + start[:, None]).flat_values
+  num_tokens = tf.shape(doc.flat_values)[0]
+  best = tf.math.unsorted_segment_max(score.flat_values, token, num_tokens)
+  window = tf.cast(position.value_rowids(), tf.int32)
+  num_windows = tf.shape(example)[0]
+  winner = tf.math.unsorted_segment_min(
+      tf.where(tf.equal(score.flat_values, tf.gather(best, token)), window, num_windows),
+      token, num_tokens)
+  labels_here = position.with_flat_values(
+      tf.equal(tf.gather(winner, token), window) & window_first.flat_values)
+  word = tf.where(labels_here, window_word, -tf.ones_like(window_word))
+
+  column = lambda value: squad_ops._column(value, num_windows)  # pylint: disable=protected-access
+  tokens = tf.concat([column(tokenizer.cls_id), window_ids, column(tokenizer.sep_id)], axis=1)
+  word = tf.concat([column(-1), word, column(-1)], axis=1)
+  shape = [num_windows, max_seq_length]
+  return {"input_ids": tokens.to_tensor(0, shape=shape),
+          "input_mask": tf.ones_like(tokens).to_tensor(0, shape=shape),
+          "segment_ids": tf.zeros_like(tokens).to_tensor(0, shape=shape),
+          "example": example, "word": word.to_tensor(-1, shape=shape)}, (
+              words, word_start, word_end)
+
+
+class TaggerServer(export.Server):
+  """What the SavedModel holds: the model, the tokenizer and the labels."""
+
+  def __init__(self, model, tokenizer, max_seq_length, doc_stride, label_list, limits=None):
+    super().__init__(model, tokenizer, name="tagger_server", limits=limits)
+    self.max_seq_length = max_seq_length
+    self.doc_stride = doc_stride
+    self.labels = tf.constant([str(l) for l in label_list])
+    prefixes = [l.split("-", 1)[0] if "-" in l else "O" for l in label_list]
+    self.kinds = tf.constant([l.split("-", 1)[1] if "-" in l else "" for l in label_list])
+    self.begins = tf.constant([p == "B" for p in prefixes])
+    self.outside = tf.constant([p == "O" for p in prefixes])
+
+  def features(self, text):
+    (text,) = self.within_limits(text=text)
+    features, _ = windows(self.tokenizer, text, self.max_seq_length, self.doc_stride)
+    return {name: features[name] for name in export.FEATURE_NAMES}
+
+  def logits(self, features):
+    return {"token_logits": tf.cast(export.run_model(
+        self.model, features, token_outputs=("token_logits",))["token_logits"], tf.float32)}
+
+  def serve_text(self, text):
+    (text,) = self.within_limits(text=text)
+    features, (words, word_start, word_end) = windows(
+        self.tokenizer, text, self.max_seq_length, self.doc_stride)
+    # The model runs at the longest window's length, not max_seq_length.
+    width = tf_example.trimmed_length(features["input_mask"], 1)
+    probabilities = tf.nn.softmax(self.logits(
+        {name: features[name][:, :width] for name in export.FEATURE_NAMES})["token_logits"],
+                                  axis=-1)
+    # Each word's label and probability, from the one position that labels it.
+    word_at = features["word"][:, :width]
+    labelled = word_at >= 0
+    word_row = tf.boolean_mask(tf.broadcast_to(features["example"][:, None],
+                                               tf.shape(word_at)), labelled)
+    word_global = tf.boolean_mask(word_at, labelled) + tf.gather(
+        tf.cast(words.row_splits, tf.int32), word_row)
+    chosen = tf.boolean_mask(probabilities, labelled)
+    label = tf.math.unsorted_segment_max(tf.cast(tf.argmax(chosen, -1), tf.int32),
+                                         word_global, tf.shape(words.flat_values)[0])
+    score = tf.math.unsorted_segment_max(tf.reduce_max(chosen, -1), word_global,
+                                         tf.shape(words.flat_values)[0])
+    tags = words.with_flat_values(tf.gather(self.labels, label))
+    entities = self._entities(words.with_flat_values(label), words.with_flat_values(score),
+                              word_start, word_end, text)
+    return dict(entities, words=words.to_tensor(""), word_start=word_start.to_tensor(-1),
+                word_end=word_end.to_tensor(-1), tags=tags.to_tensor(""))
+
+  def _entities(self, label, score, word_start, word_end, text):
+    """Entities from the words' labels, as the CoNLL scorer reads them."""
+    flat = label.flat_values
+    kind = tf.gather(self.kinds, flat)
+    outside = tf.gather(self.outside, flat)
+    previous_kind = tf.concat([[""], kind[:-1]], 0)
+    previous_outside = tf.concat([[True], outside[:-1]], 0)
+    first_word = tf.equal(tf.ragged.range(_lengths(label)).flat_values, 0)
+    starts = ~outside & (tf.gather(self.begins, flat) | previous_outside | first_word |
+                         tf.not_equal(previous_kind, kind))
+    # Entity ids: a running count of starts; words outside belong to none.
+    entity = tf.cumsum(tf.cast(starts, tf.int32)) - 1
+    member = ~outside
+    count = tf.reduce_sum(tf.cast(starts, tf.int32))
+    entity_of_member = tf.boolean_mask(entity, member)
+    first = tf.math.unsorted_segment_min(tf.boolean_mask(word_start.flat_values, member),
+                                         entity_of_member, count)
+    last = tf.math.unsorted_segment_max(tf.boolean_mask(word_end.flat_values, member),
+                                        entity_of_member, count)
+    mean_score = tf.math.unsorted_segment_mean(tf.boolean_mask(score.flat_values, member),
+                                               entity_of_member, count)
+    row = tf.boolean_mask(tf.cast(label.value_rowids(), tf.int32), starts)
+    batch = tf.shape(text, out_type=tf.int64)[0]
+
+    def per_text(values):
+      return tf.RaggedTensor.from_value_rowids(values, tf.cast(row, tf.int64), nrows=batch)
+
+    chars = tf.strings.unicode_decode(text, "UTF-8", errors="replace")
+    offsets = tf.gather(tf.cast(chars.row_splits, tf.int32), row)
+    spans = tf.gather(chars.flat_values, tf.ragged.range(first + offsets, last + offsets))
+    return {"entity_type": per_text(tf.boolean_mask(kind, starts)).to_tensor(""),
+            "entity_start": per_text(first).to_tensor(-1),
+            "entity_end": per_text(last).to_tensor(-1),
+            "entity_text": per_text(tf.strings.unicode_encode(spans, "UTF-8")).to_tensor(""),
+            "entity_score": per_text(mean_score).to_tensor(0.0),
+            "num_entities": _lengths(per_text(first))}
+
+
+def tagger_signatures(server):
+  @tf.function(input_signature=[export.text_spec("text")])
+  def tokenize(text):
+    return server.features(text)
+
+  @tf.function(input_signature=[export.text_spec("text")])
+  def serve_text(text):
+    return server.serve_text(text)
+
+  return export.concrete_functions({
+      "serving_default": serve_text,
+      "serve_features": export.features_function(server.logits),
+      "tokenize": tokenize,
+  })
+
+
+def export_tagger(model, export_dir, vocab_file, do_lower_case, max_seq_length, doc_stride,
+                  label_list, precision="float32", limits=None):
+  """Writes the tagger's SavedModel (see the module docstring; `precision`:
+  export.in_precision; `limits`: export.RequestLimits); returns export_dir."""
+  model = export.in_precision(model, precision, lambda: modeling.BertTagger(
+      model.config, len(label_list)))
+  server = TaggerServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
+                        max_seq_length, doc_stride, label_list, limits)
+  return export.save(server, export_dir, tagger_signatures(server))

@@ -1,0 +1,156 @@
+"""Named-entity recognition as a kind of task for the driver
+(tasks/driver.py): CoNLL files (or tensorflow-datasets' conll2003), a tagger
+on each word's first WordPiece, entity scores as the CoNLL scorer counts
+them in eval_results.txt (dev) and test_results.txt (test, with
+predictions.txt in the scheme read), and the export that finds entities in
+raw text."""
+
+import os
+
+from absl import logging
+import numpy as np
+
+import modeling
+from modeling import inference
+from modeling import losses
+from plumbing.errors import UserError
+from plumbing import files
+from tasks import driver
+from tasks.classification import tfds as tfds_lib
+from tasks.ner import conll
+from tasks.ner import features
+from tasks.ner import metrics
+
+LABELS_FILE = "labels.txt"  # In --output_dir: the tagger's labels, in order.
+TFDS_NAME = "conll2003"
+
+
+def tfds_sentences(split, data_dir=None, manual_dir=None):
+  """A split of tensorflow-datasets' conll2003 as Sentences (its tags are
+  IOB2)."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  builder = tfds.builder(TFDS_NAME, data_dir=data_dir)
+  tfds_lib.prepare(builder, TFDS_NAME, manual_dir, "a directory of CoNLL files")
+  names = builder.info.features["ner"].feature.names
+  sentences = []
+  for index, record in enumerate(tfds.as_numpy(builder.as_dataset(split=split,
+                                                                   shuffle_files=False))):
+    sentences.append(conll.Sentence([w.decode("utf-8") for w in record["tokens"]],
+                                    [names[t] for t in record["ner"]],
+                                    "%s[%s] %d" % (TFDS_NAME, split, index)))
+  return sentences
+
+
+class NerTask(driver.Task):
+  """CoNLL files in `data_dir` (or `tfds`); `export`: driver.Export. The
+  labels are the IOB2 tags of the training file (kept in output_dir's
+  labels.txt, which runs without training read)."""
+
+  best_metric = "eval_f1"
+
+  def __init__(self, data_dir, output_dir, tokenizer, max_seq_length, doc_stride, export,
+               tfds_manual_dir=None):
+    if doc_stride < 1:
+      raise UserError("--doc_stride=%d: a new window must start at least 1 WordPiece after "
+                      "the last." % doc_stride)
+    self.data_dir, self.output_dir, self.tokenizer = data_dir, output_dir, tokenizer
+    self.max_seq_length, self.doc_stride = max_seq_length, doc_stride
+    self.export_settings, self.tfds_manual_dir = export, tfds_manual_dir
+    self._labels = None
+
+  def examples(self, split):
+    if self.data_dir == tfds_lib.DATA_DIR:
+      sentences = tfds_sentences(split, manual_dir=self.tfds_manual_dir)
+      where = "%s[%s]" % (TFDS_NAME, split)
+    else:
+      where = conll.split_file(self.data_dir, split)
+      sentences = conll.read_sentences(where)
+    if not sentences:
+      raise UserError("%s has no sentences." % where)
+    return sentences
+
+  @property
+  def labels(self):
+    """The tagger's labels: labels.txt in output_dir, else the training
+    file's tags (written to labels.txt)."""
+    if self._labels is None:
+      path = os.path.join(self.output_dir, LABELS_FILE)
+      if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+          self._labels = f.read().split()
+      else:
+        self._labels = features.label_list_of(self.examples("train"))
+        files.write_text(path, "".join(label + "\n" for label in self._labels))
+    return self._labels
+
+  def build_model(self, config):
+    return modeling.BertTagger(config, len(self.labels))
+
+  def loss(self):
+    return losses.TaggingLoss()
+
+  def write_records(self, sentences, path, split):
+    windows = features.windows_of_sentences(sentences, self.tokenizer, self.max_seq_length,
+                                            self.doc_stride)
+    features.write_records(sentences, windows, self.labels, self.max_seq_length, path)
+    return windows
+
+  def training_counts(self, sentences, windows):
+    return [("Num sentences", len(sentences)), ("Num windows", len(windows))]
+
+  def read_records(self, path, is_training=False, seed=0, input_context=None):
+    return features.read_records(path, self.max_seq_length, is_training=is_training,
+                                 seed=seed, input_context=input_context)
+
+  def outputs(self, strategy, model, records, sentences, windows, batch_size,
+              trim_to_multiple):
+    logging.info("  Num sentences = %d, windows = %d", len(sentences), len(windows))
+    return inference.token_logits(strategy, model, records, len(windows), batch_size,
+                                  self.max_seq_length, trim_to_multiple)
+
+  def _predicted(self, sentences, windows, logits):
+    """(scheme, each sentence's predicted tags in it, the scorer's counts)."""
+    scheme = conll.scheme_of(sentences)
+    predicted = []
+    for sentence, words in zip(sentences, features.word_predictions(sentences, windows,
+                                                                    logits)):
+      tags = [self.labels[label] for label, _ in words]
+      predicted.append(tags if scheme == "IOB2" else
+                       conll.from_iob2(conll.to_iob2(tags), scheme))
+    counts = metrics.counts_of([s.tags for s in sentences], predicted, scheme)
+    return scheme, predicted, counts
+
+  def _loss(self, sentences, windows, logits):
+    """Mean cross-entropy over the labelled words."""
+    label_map = {label: i for i, label in enumerate(self.labels)}
+    total, count = 0.0, 0
+    for window, window_logits in zip(windows, logits):
+      gold = conll.to_iob2(sentences[window.sentence].tags)
+      for position, word in zip(window.positions, window.words):
+        scores = window_logits[position].astype(np.float64)
+        top = scores.max()
+        log_z = top + np.log(np.exp(scores - top).sum())
+        total += log_z - scores[label_map.get(gold[word], 0)]
+        count += 1
+    return total / max(count, 1)
+
+  def results(self, sentences, windows, logits, batch_size):
+    _, _, counts = self._predicted(sentences, windows, logits)
+    logging.info("The CoNLL scorer's report:\n%s", metrics.report(counts))
+    return dict(metrics.scores(counts), eval_loss=self._loss(sentences, windows, logits))
+
+  def write_predictions(self, sentences, windows, logits, output_dir):
+    scheme, predicted, counts = self._predicted(sentences, windows, logits)
+    conll.write_predictions(os.path.join(output_dir, "predictions.txt"), sentences, predicted)
+    scores = metrics.scores(counts)
+    files.write_text(os.path.join(output_dir, "test_results.txt"), "".join(
+        "%s = %s\n" % (key.replace("eval_", "test_", 1), scores[key]) for key in sorted(scores)))
+    logging.info("Predictions (%s): %s; the CoNLL scorer's report:\n%s", scheme,
+                 os.path.join(output_dir, "predictions.txt"), metrics.report(counts))
+
+  def export(self, model, export_dir):
+    from serving import tagger  # pylint: disable=g-import-not-at-top  (tensorflow-text)
+    e = self.export_settings
+    tagger.export_tagger(model, export_dir, e.vocab_file, e.do_lower_case,
+                         self.max_seq_length, self.doc_stride, self.labels,
+                         precision=e.precision, limits=e.limits)

@@ -29,6 +29,7 @@ from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
 import run_flags
+from tasks import driver
 
 FLAGS = flags.FLAGS
 
@@ -114,7 +115,7 @@ def main(_):
     results = pretraining.evaluate(
         strategy, model, dataset,
         max_steps=None if FLAGS.eval_one_pass else FLAGS.max_eval_steps)
-    training.report_eval_results(FLAGS.output_dir, results, step)
+    driver.write_eval_results(FLAGS.output_dir, results, step)
 
 
 def _dynamic_masking():

@@ -36,7 +36,8 @@ def run_cases(entry_point, cases):
         cli.run(module.main, argv=[program] + list(args))
         code = 0
       except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
+        code = (0 if exit_.code is None else
+                exit_.code if isinstance(exit_.code, int) else 1)  # As Python exits.
       except BaseException:  # pylint: disable=broad-except
         code = "uncaught"
         stderr.write(traceback.format_exc())

@@ -19,6 +19,17 @@ if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
 
+@pytest.fixture(autouse=True)
+def _global_seed_of_a_fresh_process():
+  """Every test sees TensorFlow's global seed unset, as in a fresh process:
+  a seed another test set in this worker would change every seeded op's
+  stream (shuffles, masks), so results would depend on which tests ran
+  before in the same worker."""
+  if "tensorflow" in sys.modules:
+    sys.modules["tensorflow"].random.set_seed(None)
+  yield
+
+
 def run_cli_cases(entry_point, cases, timeout=600):
   """Runs each argument list of `cases` through `entry_point` (run_x.py or a
   package.module) in one process (tests/cli_cases.py); returns objects with
@@ -39,11 +50,70 @@ def run_cli_cases(entry_point, cases, timeout=600):
   return [types.SimpleNamespace(**r) for r in json.loads(lines[-1][len("CASES "):])]
 
 
+_SERVE_TEXT = """import json, sys, tensorflow as tf, tensorflow_text
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+out = serve(**{k: tf.constant(v) for k, v in json.loads(sys.argv[2]).items()})
+print(json.dumps({k: v.numpy().tolist() for k, v in out.items()}, default=lambda b: b.decode()))
+"""
+
+
+def serve_from_fresh_process(export_dir, **texts):
+  """A SavedModel's serving_default on lists of strings, run by a process
+  that loads only TensorFlow and tensorflow-text, as a server would;
+  {output: nested lists}."""
+  result = subprocess.run([sys.executable, "-c", _SERVE_TEXT, str(export_dir),
+                           json.dumps(texts)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert result.returncode == 0, result.stderr[-3000:]
+  return json.loads(result.stdout.splitlines()[-1])
+
+
+# CI sets this: there ../shared is present, so a test that would skip for
+# want of one of its files fails instead (a skip would hide a real miss).
+REQUIRE_SHARED = "BERT_TESTS_REQUIRE_SHARED"
+
+
+def _missing_shared(path):
+  if os.environ.get(REQUIRE_SHARED) == "1" and os.path.isdir(SHARED_DATA):
+    pytest.fail("%s is missing, though ../shared/data is here (%s=1)." % (path, REQUIRE_SHARED))
+
+
+def assert_one_line_error(result, program, *fragments):
+  """A user's mistake, as every entry point reports one: status 1, no
+  traceback, exactly one `<program>: error: ` line, holding each fragment."""
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert "Traceback" not in result.stderr, result.stderr[-3000:]
+  errors = [l for l in result.stderr.splitlines() if l.startswith(program + ": error: ")]
+  assert len(errors) == 1, result.stderr[-3000:]
+  for fragment in fragments:
+    assert fragment in errors[0], errors[0]
+
+
+def read_eval_results(path):
+  """eval_results.txt (or test_results.txt) as {key: value string}, after
+  checking its lines are in sorted key order, as the original writes them."""
+  with open(path, encoding="utf-8") as f:
+    lines = f.read().splitlines()
+  assert lines == sorted(lines), lines
+  return dict(line.split(" = ", 1) for line in lines)
+
+
 def shared_path(relative):
   """Path of a file in ../shared/data; skips the test where it is absent."""
   path = os.path.join(SHARED_DATA, relative)
   if not os.path.exists(path):
+    _missing_shared(path)
     pytest.skip("%s is not available" % path)
+  return path
+
+
+def shared_path_if_present(relative):
+  """Path of a file in ../shared/data, or None where it is absent (for a
+  check the test can do without)."""
+  path = os.path.normpath(os.path.join(SHARED_DATA, relative))
+  if not os.path.exists(path):
+    _missing_shared(path)
+    return None
   return path
 
 

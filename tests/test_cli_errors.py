@@ -7,19 +7,10 @@ through the entry point's own main and plumbing.cli.run); the scripts' real
 
 import os
 
-from conftest import data_file, run_cli_cases
+from conftest import assert_one_line_error, data_file, run_cli_cases
 
 EVAL_REF = "eval_reference/"
 UNCASED = data_file("vocab/bert_uncased_vocab.txt")
-
-
-def _assert_one_line_error(result, program, *fragments):
-  assert result.returncode == 1, result.stderr[-3000:]
-  assert "Traceback" not in result.stderr, result.stderr[-3000:]
-  errors = [l for l in result.stderr.splitlines() if l.startswith(program + ": error: ")]
-  assert len(errors) == 1, result.stderr[-3000:]
-  for fragment in fragments:
-    assert fragment in errors[0], errors[0]
 
 
 def test_create_pretraining_data_and_learn_vocab(tmp_path):
@@ -30,26 +21,26 @@ def test_create_pretraining_data_and_learn_vocab(tmp_path):
   (result,) = run_cli_cases("data_prep.create_pretraining_data", [[
       "--input_file=%s" % corpus, "--output_file=%s" % (tmp_path / "out.tfrecord"),
       "--vocab_file=%s" % vocab]])
-  _assert_one_line_error(result, "create_pretraining_data.py", str(vocab), "[MASK]")
+  assert_one_line_error(result, "create_pretraining_data.py", str(vocab), "[MASK]")
   assert not os.path.exists(tmp_path / "out.tfrecord")
   (result,) = run_cli_cases("vocab.learn_vocab", [[
       "--input_file=%s" % (tmp_path / "missing*"), "--output_file=%s" % (tmp_path / "v.txt"),
       "--vocab_size=200"]])
-  _assert_one_line_error(result, "learn_vocab.py", "missing*")
+  assert_one_line_error(result, "learn_vocab.py", "missing*")
 
 
 def test_convert_checkpoint_and_run_pretraining(tmp_path):
   config = data_file(EVAL_REF + "bert_config.json")
-  (result,) = run_cli_cases("modeling.convert_checkpoint", [[
+  (result,) = run_cli_cases("modeling.checkpoints.convert", [[
       "--bert_config_file=" + config, "--input_checkpoint=%s" % (tmp_path / "nothing"),
       "--output_checkpoint=%s" % (tmp_path / "out")]])
-  _assert_one_line_error(result, "convert_checkpoint.py", "No checkpoint at", "nothing")
+  assert_one_line_error(result, "convert.py", "No checkpoint at", "nothing")
   pretraining = ["--bert_config_file=" + config,
                  "--input_file=" + data_file("pretraining_reference/sample_default.tfrecord"),
                  "--output_dir=%s" % tmp_path, "--do_train", "--max_seq_length=64"]
   too_long, with_traceback = run_cli_cases("run_pretraining.py", [
       pretraining, pretraining + ["--traceback"]])
-  _assert_one_line_error(too_long, "run_pretraining.py", "--max_seq_length=64")
+  assert_one_line_error(too_long, "run_pretraining.py", "--max_seq_length=64")
   # --traceback shows the traceback of the same error.
   assert with_traceback.returncode != 0 and "Traceback" in with_traceback.stderr
 
@@ -78,15 +69,15 @@ def test_run_classifier_bad_inputs(tmp_path):
            "--init_checkpoint=/models/uncased_L-12_H-768_A-12/bert_model.ckpt"),
       case("good", "--init_checkpoint=" + data_file("modeling_reference/model.ckpt"))])
   short_line, bad_label, empty, task, case_flag, shape = results
-  _assert_one_line_error(short_line, "run_classifier.py", "dev.tsv:3", "expected at least 5")
-  _assert_one_line_error(bad_label, "run_classifier.py", "dev.tsv:3", "unknown label 'yes'")
+  assert_one_line_error(short_line, "run_classifier.py", "dev.tsv:3", "expected at least 5")
+  assert_one_line_error(bad_label, "run_classifier.py", "dev.tsv:3", "unknown label 'yes'")
   for data in ("short_line", "bad_label"):
     assert not list((tmp_path / ("out_" + data)).glob("*.tf_record*"))
-  _assert_one_line_error(empty, "run_classifier.py", "no examples")
-  _assert_one_line_error(task, "run_classifier.py", "'paraphrase'", "mrpc", "cola", "sst-2")
-  _assert_one_line_error(case_flag, "run_classifier.py", "--do_lower_case=False",
+  assert_one_line_error(empty, "run_classifier.py", "no examples")
+  assert_one_line_error(task, "run_classifier.py", "'paraphrase'", "mrpc", "cola", "sst-2")
+  assert_one_line_error(case_flag, "run_classifier.py", "--do_lower_case=False",
                          "uncased_L-12_H-768_A-12")
-  _assert_one_line_error(shape, "run_classifier.py", "has shape", "bert/embeddings")
+  assert_one_line_error(shape, "run_classifier.py", "has shape", "bert/embeddings")
   assert not (tmp_path / "out_good" / "eval_results.txt").exists()
 
 
@@ -104,7 +95,7 @@ def test_run_squad_bad_inputs(tmp_path):
       ["--predict_file=%s" % bad] + common,
       ["--predict_file=%s" % missing_id] + common,
       ["--predict_file=%s" % bad] + common[:-1] + ["--max_query_length=64"]])
-  _assert_one_line_error(malformed, "run_squad.py", "bad.json")
-  _assert_one_line_error(no_id, "run_squad.py", "missing.json")
-  _assert_one_line_error(lengths, "run_squad.py", "max_seq_length (64)", "max_query_length")
+  assert_one_line_error(malformed, "run_squad.py", "bad.json")
+  assert_one_line_error(no_id, "run_squad.py", "missing.json")
+  assert_one_line_error(lengths, "run_squad.py", "max_seq_length (64)", "max_query_length")
   assert not (tmp_path / "out" / "predictions.json").exists()

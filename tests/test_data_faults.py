@@ -18,7 +18,7 @@ from data_prep.pretraining import generator
 from data_prep import tokenization
 from plumbing import text_io
 from plumbing.errors import UserError
-from test_create_pretraining_data import REFERENCE_RUNS, read_records, reference_outputs
+from pretraining_references import REFERENCE_RUNS, read_records, reference_outputs
 
 # own_cased_multi: the project's two corpora, two outputs, made by the original.
 _, INPUTS, VOCAB, _, FLAG_VALUES = REFERENCE_RUNS["own_cased_multi"]

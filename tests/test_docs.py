@@ -15,7 +15,7 @@ import tomllib
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, SHARED_DATA, data_file
+from conftest import REPO_ROOT, SHARED_DATA, data_file, read_eval_results
 
 DOC_FILES = ([os.path.join(REPO_ROOT, "README.md"), os.path.join(REPO_ROOT, "bench", "README.md")]
              + sorted(glob.glob(os.path.join(REPO_ROOT, "docs", "*.md"))))
@@ -204,9 +204,9 @@ def _write_mrpc(directory):
       f.write("\n".join(lines) + "\n")
 
 
-def _quick_start_commands():
+def _quick_start_commands(heading="## Quick start"):
   readme = open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8").read()
-  section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+  section = readme.split(heading, 1)[1].split("\n## ", 1)[0]
   blocks = re.findall(r"^```sh\n(.*?)^```", section, re.M | re.S)
   return [line for block in blocks for line in block.replace("\\\n", " ").splitlines()
           if line.strip()]
@@ -240,8 +240,7 @@ def test_quick_start_runs_as_written(tmp_path):
   assert [w[1] for w, _ in ran] == ["run_classifier.py", "run_classifier.py", "serving/query.py"]
 
   output_dir = tmp_path / "mrpc_output"
-  results = dict(line.split(" = ") for line in
-                 (output_dir / "eval_results.txt").read_text().splitlines())
+  results = read_eval_results(output_dir / "eval_results.txt")
   assert int(results["global_step"]) == 64 * 3 // 32
   assert 0 <= float(results["eval_accuracy"]) <= 1 and float(results["eval_loss"]) > 0
   with open(output_dir / "test_results.tsv", encoding="utf-8") as f:
@@ -262,3 +261,41 @@ def test_quick_start_runs_as_written(tmp_path):
   answer = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
   np.testing.assert_allclose(json.loads(answer["probabilities"])[0], predicted[0], atol=1e-5)
   assert json.loads(answer["label"]) == [str(int(np.argmax(predicted[0])))]
+
+
+def test_hugging_face_start_runs_as_written(tmp_path):
+  """The README's "Start from a Hugging Face checkpoint", as written: a
+  Hugging Face directory (exact GELU) is converted, fine-tuned, exported and
+  converted back into a directory of transformers' classifier."""
+  from hf_directories import SIZES, write_hf_directory  # pylint: disable=g-import-not-at-top
+  hf_dir = write_hf_directory(tmp_path / "hf", "BertModel", hidden_act="gelu",
+                              sizes=dict(SIZES, max_position_embeddings=128))
+  glue_dir = str(tmp_path / "glue_data")
+  _write_mrpc(os.path.join(glue_dir, "MRPC"))
+  commands = _quick_start_commands("## Start from a Hugging Face checkpoint")
+  assert len(commands) == 3, commands
+  for command in commands:
+    command = command.replace("/tmp/", str(tmp_path) + "/")
+    command = command.replace(".venv/bin/python", shlex.quote(sys.executable), 1)
+    result = subprocess.run(["bash", "-c", command], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=600,
+                            env=dict(os.environ, HF_DIR=hf_dir, GLUE_DIR=glue_dir,
+                                     TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, command + "\n" + result.stderr[-3000:]
+  imported = json.loads((tmp_path / "hf_bert" / "bert_config.json").read_text())
+  assert imported["hidden_act"] == "gelu_exact"
+  assert "eval_accuracy" in (tmp_path / "hf_mrpc_output" / "eval_results.txt").read_text()
+  assert (tmp_path / "hf_mrpc_export" / "1" / "saved_model.pb").exists()
+  out = tmp_path / "hf_mrpc_model"
+  config = json.loads((out / "config.json").read_text())
+  assert config["architectures"] == ["BertForSequenceClassification"]
+  assert config["hidden_act"] == "gelu" and config["id2label"] == {"0": "0", "1": "1"}
+  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
+  source = safetensors_numpy.load((tmp_path / "hf" / "model.safetensors").read_bytes())
+  written = safetensors_numpy.load((out / "model.safetensors").read_bytes())
+  assert sorted(written) == sorted(["bert." + name for name in source] +
+                                   ["classifier.weight", "classifier.bias"])
+  for name, value in source.items():  # Fine-tuned: same shapes, new values.
+    assert written["bert." + name].shape == value.shape, name
+  assert not np.array_equal(written["bert.encoder.layer.0.intermediate.dense.weight"],
+                            source["encoder.layer.0.intermediate.dense.weight"])

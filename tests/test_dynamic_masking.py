@@ -1,13 +1,18 @@
 """run_pretraining.py --dynamic_masking: records masked afresh as they are
 read, by create_pretraining_data's rules."""
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 
-from conftest import data_file
+from conftest import REPO_ROOT, data_file
 from data_prep import tokenization
 from data_prep.pretraining import dataset
 from data_prep.pretraining import dynamic_masking
-from test_run_pretraining import _run, _tiny_config, _train_args
+from pretraining_runs import tiny_config, train_args
 
 VOCAB = data_file("vocab/bert_uncased_vocab.txt")
 # Records of sample_text.txt: (file, max_seq_length, max_predictions_per_seq).
@@ -79,7 +84,9 @@ def test_whole_word_masking_masks_every_piece_of_a_word():
     masked = set(row["masked_lm_positions"][:count].tolist())
     length = int(row["input_mask"].sum())
     for p in masked:  # A word's pieces are masked with it, before and after.
-      if continuation[tokens[p]] and tokens[p - 1] != SEP:
+      # A piece that opens a segment (truncation can cut a word) stands
+      # alone after [CLS]; after [SEP] it joins segment A's last word.
+      if continuation[tokens[p]] and tokens[p - 1] not in (CLS, SEP):
         assert p - 1 in masked
         pieces += 1
       if p + 1 < length and continuation[tokens[p + 1]]:
@@ -99,14 +106,82 @@ def test_same_seed_same_masks_and_a_resumed_stream_continues_the_same():
              for a, b in zip(whole, other_seed))
 
 
-def test_run_pretraining_with_dynamic_masking(tmp_path):
-  config = _tiny_config(tmp_path)
-  result = _run(_train_args(config, tmp_path / "out", 4, [
-      "--dynamic_masking", "--vocab_file=" + VOCAB, "--do_whole_word_mask"]))
+# run_pretraining.py's main with its input pipeline's batches kept as the
+# training loop takes them (in order; the first ones are the steps' batches).
+_RECORDING_RUN = r"""
+import json, sys
+import numpy as np
+repo, out_file = sys.argv[1:3]
+sys.path[:0] = [repo, repo + "/tests"]
+import tensorflow as tf
+import run_pretraining
+real = run_pretraining.pretraining_dataset.pretraining_dataset
+batches = []
+
+def recording(*args, **kwargs):
+  def keep(*arrays):
+    batches.append([a.numpy() for a in arrays])
+    return 0
+  def record(features):
+    keys = sorted(features)
+    with tf.control_dependencies([tf.py_function(keep, [features[k] for k in keys], tf.int32)]):
+      return {k: tf.identity(v) for k, v in features.items()}
+  return real(*args, **kwargs).map(record)
+
+run_pretraining.pretraining_dataset.pretraining_dataset = recording
+import cli_cases
+(result,) = cli_cases.run_cases("run_pretraining.py", [json.loads(sys.argv[3])])
+assert result["returncode"] == 0, result
+keys = sorted(["input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+               "masked_lm_ids", "masked_lm_weights", "next_sentence_labels"])
+np.savez(out_file, **{"%d/%s" % (i, k): v for i, b in enumerate(batches) for k, v in zip(keys, b)})
+"""
+
+
+def _received(tmp_path, args):
+  out_file = str(tmp_path / "received.npz")
+  result = subprocess.run([sys.executable, "-c", _RECORDING_RUN, REPO_ROOT, out_file,
+                           json.dumps(args)], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   assert result.returncode == 0, result.stderr[-3000:]
-  assert (tmp_path / "out" / "ckpt-4.index").exists()
-  result = _run(_train_args(config, tmp_path / "out2", 4, ["--dynamic_masking"]))
-  assert result.returncode == 1
-  assert result.stderr.strip().splitlines()[-1] == (
-      "run_pretraining.py: error: --dynamic_masking needs --vocab_file: the vocabulary of "
-      "the records.")
+  saved = dict(np.load(out_file))
+  rows = []
+  for step in range(len({k.split("/")[0] for k in saved})):
+    batch = {k.split("/")[1]: v for k, v in saved.items() if k.startswith("%d/" % step)}
+    rows += [{k: v[i] for k, v in batch.items()} for i in range(len(batch["input_ids"]))]
+  return rows
+
+
+def test_run_pretraining_with_dynamic_masking(tmp_path):
+  """What the model is given in a run of run_pretraining.py --dynamic_masking
+  (batches of 8, 4 steps, over the 23 records): each row is one of the
+  records with its own tokens back under the masks, masked by the rules, and
+  a record that comes again comes masked differently."""
+  config = tiny_config(tmp_path)
+  received = _received(tmp_path, train_args(config, tmp_path / "out", 4, [
+      "--dynamic_masking", "--vocab_file=" + VOCAB, "--do_whole_word_mask"]))[:32]
+  assert len(received) == 32 and (tmp_path / "out" / "ckpt-4.index").exists()
+  # Batches come cut to their longest row: rows are compared without padding.
+  key = lambda ids: tuple(np.trim_zeros(ids, "b").tolist())
+  masks = lambda row: tuple(row["masked_lm_positions"][:int(row["masked_lm_weights"].sum())])
+  path, seq, predictions = RECORDS[False]
+  records = {key(original_ids({k: v.numpy()[0] for k, v in features.items()})):
+             {k: v.numpy()[0] for k, v in features.items()}
+             for features in dataset.pretraining_dataset([path], seq, predictions, 1,
+                                                         is_training=False, repeat=False)}
+  assert len(records) == 23
+  seen = {}
+  for row in received:
+    tokens = original_ids(row)
+    assert key(tokens) in records  # One of the records, its tokens intact.
+    count = int(row["masked_lm_weights"].sum())
+    length = int(row["input_mask"].sum())
+    assert count == min(20, max(1, int(np.rint(length * 0.15))))
+    positions = row["masked_lm_positions"][:count]
+    assert all(0 < p < length and tokens[p] not in (CLS, SEP) for p in positions)
+    seen.setdefault(key(tokens), []).append(masks(row))
+  # 32 rows of 23 records: at least 9 records came again, each time masked anew.
+  repeated = [m for m in seen.values() if len(m) > 1]
+  assert sum(len(m) - 1 for m in repeated) >= 9
+  assert all(len(set(m)) == len(m) for m in repeated)
+  assert all(masks(records[k]) not in m for k, m in seen.items())  # Not the records' masks.

@@ -107,7 +107,9 @@ def test_npz_tfrecord_and_pooling_hold_the_original_numbers(checkpoint, tmp_path
   pooled = tmp_path / "cls.jsonl"
   result = extract(checkpoint, data_file(REF + "input.txt"), pooled, "--pooling=cls", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
-  for mine, line in zip(_json_lines(pooled), reference):
+  lines = list(_json_lines(pooled))
+  assert len(lines) == len(reference)
+  for mine, line in zip(lines, reference):
     assert mine["pooling"] == "cls"
     np.testing.assert_allclose([l["values"] for l in mine["layers"]],
                                _vectors(line)[:, 0], rtol=0, atol=1e-5)

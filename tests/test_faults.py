@@ -13,10 +13,9 @@ import types
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file, run_cli_cases
+from conftest import REPO_ROOT, assert_one_line_error, data_file, run_cli_cases
 from modeling.checkpoints import DamagedCheckpointError
-from test_cli_errors import _assert_one_line_error
-from test_run_pretraining import _assert_reference_trajectory, reference_run
+from pretraining_runs import assert_reference_trajectory, reference_run
 
 CONFIG = data_file("eval_reference/bert_config.json")
 RECORDS = data_file("pretraining_reference/sample_default.tfrecord")  # 23 records, seq 128
@@ -69,11 +68,11 @@ def test_damaged_records_and_checkpoints_are_one_line(tmp_path):
   cut, changed, half_checkpoint = run_cli_cases("run_pretraining.py", [
       case(truncated, "cut"), case(flipped, "changed"),
       case(RECORDS, "init", "--init_checkpoint=%s" % checkpoint)])
-  _assert_one_line_error(cut, "run_pretraining.py", truncated + ": record 3 cannot be read",
+  assert_one_line_error(cut, "run_pretraining.py", truncated + ": record 3 cannot be read",
                          "truncated", "the 2 before it are intact", "copy or generate it again")
-  _assert_one_line_error(changed, "run_pretraining.py", flipped + ": record 5 cannot be read",
+  assert_one_line_error(changed, "run_pretraining.py", flipped + ": record 5 cannot be read",
                          "fails its checksum", "the 4 before it are intact")
-  _assert_one_line_error(half_checkpoint, "run_pretraining.py", str(checkpoint),
+  assert_one_line_error(half_checkpoint, "run_pretraining.py", str(checkpoint),
                          "the checkpoint cannot be read", "incomplete or damaged")
   for name in ("cut", "changed", "init"):
     assert tf.train.latest_checkpoint(str(tmp_path / name)) is None
@@ -89,7 +88,7 @@ def test_a_vocabulary_larger_than_the_model_is_one_line(tmp_path):
       "--task_name=MRPC", "--do_eval", "--data_dir=%s" % (tmp_path / "data"),
       "--vocab_file=" + vocab, "--bert_config_file=" + small_config,
       "--max_seq_length=32", "--output_dir=%s" % (tmp_path / "out")]])
-  _assert_one_line_error(result, "run_classifier.py", vocab, "30522 entries",
+  assert_one_line_error(result, "run_classifier.py", vocab, "30522 entries",
                          "vocab_size 99", small_config)
   assert not (tmp_path / "out" / "eval.tf_record").exists()
 
@@ -119,7 +118,7 @@ def test_a_damaged_latest_checkpoint_is_reported_and_the_advice_resumes(tmp_path
   lines[0] = 'model_checkpoint_path: "ckpt-2"'
   with open(state, "w") as f:
     f.write("\n".join(lines) + "\n")
-  _assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=2, init=None))
+  assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=2, init=None))
 
 
 def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_one_loadable(tmp_path, monkeypatch):
@@ -146,8 +145,44 @@ def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_one_loadable(tmp_p
     reference_run("one_device", 1, out_dir, save_every=2)
   assert cli._out_of_space(raised.value)  # pylint: disable=protected-access
   assert tf.train.latest_checkpoint(out_dir).endswith("ckpt-2")
+  assert not [n for n in os.listdir(out_dir) if n.startswith("ckpt-4")]  # No partial save.
   monkeypatch.setattr(tf.train.CheckpointManager, "save", real_save)
-  _assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=2, init=None))
+  assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=2, init=None))
+
+
+def _disk_usage(path):
+  return sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(path) for n in names)
+
+
+def test_a_real_full_disk_while_saving_leaves_no_partial_checkpoint(tmp_path):
+  """The same on a real small file system (a tmpfs; skipped where this
+  process may not mount one): ckpt-2 is saved, the disk is then filled to
+  leave room for half a checkpoint, and saving ckpt-4 fails. Nothing of
+  ckpt-4 stays (TensorFlow alone leaves its ckpt-4_temp/ directory), and the
+  run resumes from ckpt-2 once there is room, ending on the original's
+  trajectory."""
+  mount_point = tmp_path / "small_disk"
+  mount_point.mkdir()
+  mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
+                           capture_output=True, text=True, check=False)
+  if mounted.returncode:
+    pytest.skip("cannot mount a tmpfs here: " + mounted.stderr.strip())
+  try:
+    out_dir = str(mount_point / "run")
+    reference_run("one_device", 1, out_dir, save_every=2, stop_after=2)
+    checkpoint_bytes = _disk_usage(out_dir)
+    free = shutil.disk_usage(mount_point).free
+    filler = mount_point / "filler"
+    with open(filler, "wb") as f:
+      f.write(b"\0" * (free - checkpoint_bytes // 2))
+    with pytest.raises((OSError, tf.errors.OpError)):
+      reference_run("one_device", 1, out_dir, save_every=2, init=None)
+    assert tf.train.latest_checkpoint(out_dir).endswith("ckpt-2")
+    assert not [n for n in os.listdir(out_dir) if n.startswith("ckpt-4")], os.listdir(out_dir)
+    os.remove(filler)
+    assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=2, init=None))
+  finally:
+    subprocess.run(["umount", str(mount_point)], check=False)
 
 
 # Runs cli_cases' cases with the disk full for the files the project writes
@@ -221,6 +256,6 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(tmp_path, failing_ca
   assert result.returncode == 0 and lines, result.stderr[-3000:]
   (case,) = [types.SimpleNamespace(**r) for r in json.loads(lines[-1][len("CASES "):])]
   program = entry_point.rsplit(".", 1)[-1] + ".py" if "/" not in entry_point and not entry_point.endswith(".py") else entry_point
-  _assert_one_line_error(case, program, "out of disk space writing",
+  assert_one_line_error(case, program, "out of disk space writing",
                          named.format(out=out_dir), "Free some space")
   assert sorted(os.listdir(out_dir)) == []

@@ -104,6 +104,7 @@ def _assert_same_as_python(pair, texts):
   """
   basic = tokenization.BasicTokenizer(pair.python.basic_tokenizer.do_lower_case)
   got = list(zip(*pair.steps(texts), pair.ids(texts)))
+  assert len(got) == len(texts)
   for text, (words, pieces, ids, public_ids) in zip(texts, got):
     want = (basic.tokenize(text), pair.python.tokenize(text),
             pair.python.tokenize_to_ids(text))

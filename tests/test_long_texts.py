@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import data_file, reference_config
+from conftest import data_file, read_eval_results, reference_config
 from data_prep import tokenization
 import modeling
 from plumbing import tf_example
@@ -20,7 +20,7 @@ from serving import packing
 from tasks.classification import features
 from tasks.classification import windows
 
-from test_run_classifier import run_classifier
+from classifier_runs import run_classifier
 
 FILLERS = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "paper", "lamp",
            "tree", "house", "road", "glass", "field", "horse", "bread", "chair", "light",
@@ -187,8 +187,7 @@ def _write_task(directory, seed=0):
 
 
 def _accuracy(output_dir):
-  with open(os.path.join(output_dir, "eval_results.txt")) as f:
-    return float(dict(l.strip().split(" = ") for l in f)["eval_accuracy"])
+  return float(read_eval_results(os.path.join(output_dir, "eval_results.txt"))["eval_accuracy"])
 
 
 def test_windows_learn_a_label_that_truncation_never_sees(word_vocab, tmp_path):

@@ -8,73 +8,32 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import (PRETRAINING_FEATURES, REPO_ROOT, data_file, guessing_baselines,
-                      kill_at_checkpoint, reference_config, run_cli_cases)
+from conftest import (REPO_ROOT, data_file, guessing_baselines, kill_at_checkpoint,
+                      read_eval_results, run_cli_cases)
 import modeling
 from modeling import losses
 from modeling import optimization
 from modeling import training
 from plumbing.errors import Stopped
 from plumbing.errors import UserError
-
-RECORDS = data_file("pretraining_reference/sample_default.tfrecord")  # 23 records, seq 128
-EVAL_REF = "eval_reference/"
-
-
-def _tiny_config(tmp_path, dropout=0.0, name="config.json"):
-  with open(data_file(EVAL_REF + "bert_config.json")) as f:
-    values = json.load(f)
-  values.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-  path = tmp_path / name
-  path.write_text(json.dumps(values))
-  return str(path)
-
-
-def _run(args, env=None, timeout=600):
-  return subprocess.run([sys.executable, "run_pretraining.py"] + args, cwd=REPO_ROOT,
-                        capture_output=True, text=True, timeout=timeout,
-                        env=dict(os.environ, **(env or {})))
-
-
-def _train_args(config, output_dir, steps, extra=()):
-  return ["--input_file=" + RECORDS, "--output_dir=" + str(output_dir), "--do_train",
-          "--bert_config_file=" + config, "--train_batch_size=8",
-          "--num_train_steps=%d" % steps, "--num_warmup_steps=2", "--learning_rate=1e-3",
-          "--save_checkpoints_steps=%d" % steps, "--iterations_per_loop=3"] + list(extra)
-
-
-def _weights(config_path, checkpoint):
-  model = modeling.BertPretrainer(modeling.BertConfig.from_json_file(config_path))
-  modeling.load_checkpoint(model, checkpoint, log=False)
-  return {n: v.numpy() for n, v in model.original_names().items()}
-
-
-def _assert_same_weights(a, b, atol):
-  assert a.keys() == b.keys()
-  for name in a:
-    np.testing.assert_allclose(a[name], b[name], rtol=0, atol=atol, err_msg=name)
-
+from pretraining_runs import (EVAL_REF, MIRRORED_REFERENCE_RUN, MULTI_WORKER_REFERENCE_RUN, RECORDS,
+                              assert_reference_trajectory, assert_same_weights, reference_run,
+                              run_pretraining, tiny_config, train_args, weights)
 
 def test_eval_alone_reproduces_original_eval_results(tmp_path):
-  result = _run(["--input_file=" + RECORDS, "--output_dir=" + str(tmp_path), "--do_eval",
+  result = run_pretraining(["--input_file=" + RECORDS, "--output_dir=" + str(tmp_path), "--do_eval",
                  "--bert_config_file=" + data_file(EVAL_REF + "bert_config.json"),
                  "--init_checkpoint=" + data_file(EVAL_REF + "model.ckpt"),
                  "--eval_batch_size=8", "--max_eval_steps=5"])
   assert result.returncode == 0, result.stderr[-3000:]
 
-  def parse(path):
-    with open(path) as f:
-      lines = f.read().splitlines()
-    assert lines == sorted(lines)
-    return dict(line.split(" = ") for line in lines)
-  ours = parse(tmp_path / "eval_results.txt")
-  theirs = parse(data_file(EVAL_REF + "eval_results.txt"))
+  ours = read_eval_results(tmp_path / "eval_results.txt")
+  theirs = read_eval_results(data_file(EVAL_REF + "eval_results.txt"))
   assert ours.keys() == theirs.keys() == {
       "global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
       "next_sentence_accuracy", "next_sentence_loss"}
@@ -82,81 +41,11 @@ def test_eval_alone_reproduces_original_eval_results(tmp_path):
     assert abs(float(ours[key]) - float(theirs[key])) <= 1e-4, key
 
 
-def reference_run(strategy_name, accumulation, out_dir, save_every=6, stop_after=None,
-                  init=data_file("modeling_reference/model.ckpt"), iterations_per_loop=4,
-                  sigterm_at_batch=None):
-  """Six steps of the training driver on the original's reference batch of 3,
-  from its checkpoint, with its optimizer (8 steps, 3 of warm-up); returns
-  the final step, replica count and weights (by original name). A run
-  stopped early (`stop_after` steps) resumes from `out_dir` when called again.
-  `sigterm_at_batch`: the input pipeline sends this process SIGTERM as it
-  reads that batch, as a preemptible machine's shutdown would."""
-  inputs = dict(np.load(data_file("modeling_reference/inputs.npz")))
-  features = {k: inputs[k] for k in PRETRAINING_FEATURES}
-  strategy = training.create_strategy(strategy_name)
-  with strategy.scope():
-    model = modeling.BertPretrainer(reference_config(hidden_dropout_prob=0.0,
-                                                     attention_probs_dropout_prob=0.0))
-    optimizer = optimization.create_optimizer(2e-3, 8, 3)
-  # Per-replica batches of the 3 examples in order: each step sees all three.
-  def dataset_fn(batch, context):
-    dataset = tf.data.Dataset.from_tensor_slices(features).repeat().batch(batch)
-    if sigterm_at_batch is None:
-      return dataset
-
-    def send_sigterm(index):
-      if int(index) == sigterm_at_batch:
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(1)  # The batch comes late: the request is seen before more steps run.
-      return index
-
-    def read(index, batch):
-      with tf.control_dependencies([tf.py_function(send_sigterm, [index], tf.int64)]):
-        return tf.nest.map_structure(tf.identity, batch)
-    return dataset.enumerate().map(read)
-  settings = training.TrainingSettings(
-      output_dir=out_dir, num_train_steps=6, train_batch_size=3, save_checkpoints_steps=save_every,
-      iterations_per_loop=iterations_per_loop, gradient_accumulation_steps=accumulation,
-      init_checkpoint=init)
-  result = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn, settings,
-                          optimizer=optimizer, stop_after_steps=stop_after)
-  return dict(step=result.step, replicas=strategy.num_replicas_in_sync,
-              **{"var/" + n: v.numpy() for n, v in model.original_names().items()})
-
-
-# reference_run under MirroredStrategy over three logical CPUs, which must be
-# made before TensorFlow starts running: in a process of its own.
-_MIRRORED_REFERENCE_RUN = r"""
-import sys
-import numpy as np
-repo, out_dir, result_file = sys.argv[1:4]
-sys.path[:0] = [repo, repo + "/tests"]
-from modeling import training
-training.split_cpu(3)
-from test_run_pretraining import reference_run
-np.savez(result_file, **reference_run("mirrored", 1, out_dir))
-"""
-
-
-def _assert_reference_trajectory(ours):
-  """Weights after six steps equal the original's (optimizer_steps.npz), and
-  moved away from the checkpoint they started from."""
-  ref = dict(np.load(data_file("modeling_reference/optimizer_steps.npz")))
-  assert int(ours["step"]) == 6
-  start = tf.train.load_checkpoint(data_file("modeling_reference/model.ckpt"))
-  moved = 0
-  for key, value in ref.items():
-    if key.startswith("var/"):
-      np.testing.assert_allclose(ours[key], value, rtol=0, atol=1e-5, err_msg=key)
-      moved += np.abs(ours[key] - start.get_tensor(key[4:])).max() > 1e-3
-  assert moved > 20  # Training changed the weights (not a run that did nothing).
-
-
 @pytest.mark.parametrize("strategy, accumulation", [("one_device", 1), ("one_device", 3)])
 def test_training_loop_steps_match_original(tmp_path, strategy, accumulation):
   """The driver's six steps equal the original model_fn pieces + optimizer,
   also when each batch is split into 3 micro-batches."""
-  _assert_reference_trajectory(reference_run(strategy, accumulation, str(tmp_path / "loop")))
+  assert_reference_trajectory(reference_run(strategy, accumulation, str(tmp_path / "loop")))
 
 
 def test_stopped_and_resumed_run_matches_original(tmp_path):
@@ -167,7 +56,7 @@ def test_stopped_and_resumed_run_matches_original(tmp_path):
   halfway = reference_run("one_device", 1, out_dir, save_every=3, stop_after=3)
   assert int(halfway["step"]) == 3
   assert tf.train.latest_checkpoint(out_dir).endswith("ckpt-3")
-  _assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=3, init=None))
+  assert_reference_trajectory(reference_run("one_device", 1, out_dir, save_every=3, init=None))
 
 
 def test_sigterm_saves_the_step_it_stopped_at_and_the_rerun_matches_original(tmp_path):
@@ -181,7 +70,7 @@ def test_sigterm_saves_the_step_it_stopped_at_and_the_rerun_matches_original(tmp
   stopped_at = int(tf.train.latest_checkpoint(out_dir).rsplit("-", 1)[1])
   assert 0 < stopped_at < 6  # Inside the loop of 6, which saves only at its end.
   assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # Handler restored.
-  _assert_reference_trajectory(reference_run("one_device", 1, out_dir, init=None,
+  assert_reference_trajectory(reference_run("one_device", 1, out_dir, init=None,
                                              iterations_per_loop=6))
 
 
@@ -208,7 +97,7 @@ def test_a_live_runs_output_dir_refuses_a_second_run_and_a_dead_runs_does_not(tm
     with pytest.raises(UserError, match=r"in use by another training run \(\{\"pid\": %d"
                        % holder.pid):
       reference_run("one_device", 1, str(out_dir))
-    result = _run(_train_args(_tiny_config(tmp_path), out_dir, 3))
+    result = run_pretraining(train_args(tiny_config(tmp_path), out_dir, 3))
     assert result.returncode == 1
     assert re.fullmatch(r"run_pretraining\.py: error: --output_dir=\S+ is in use by another "
                         r"training run .*", result.stderr.strip().splitlines()[-1])
@@ -216,36 +105,36 @@ def test_a_live_runs_output_dir_refuses_a_second_run_and_a_dead_runs_does_not(tm
   finally:
     holder.kill()
     holder.wait()
-  _assert_reference_trajectory(reference_run("one_device", 1, str(out_dir)))
+  assert_reference_trajectory(reference_run("one_device", 1, str(out_dir)))
 
 
 def test_mirrored_three_cpus_matches_original(tmp_path):
   """Three replicas, one example each: the original's one-device steps."""
   result_file = str(tmp_path / "result.npz")
   result = subprocess.run(
-      [sys.executable, "-c", _MIRRORED_REFERENCE_RUN, REPO_ROOT, str(tmp_path / "loop"),
+      [sys.executable, "-c", MIRRORED_REFERENCE_RUN, REPO_ROOT, str(tmp_path / "loop"),
        result_file], capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   ours = dict(np.load(result_file))
   assert int(ours["replicas"]) == 3
-  _assert_reference_trajectory(ours)
+  assert_reference_trajectory(ours)
 
 
 def test_mirrored_and_accumulated_run_equals_one_device(tmp_path):
   """The scripts' flags reach the driver: two replicas (logical CPUs) with 2
   micro-batches each train the weights one device trains."""
-  config = _tiny_config(tmp_path)
+  config = tiny_config(tmp_path)
   init = data_file(EVAL_REF + "model.ckpt")
   runs = {"one_device": [], "mirrored": ["--num_cpu_devices=2",
                                          "--gradient_accumulation_steps=2"]}
   for strategy, extra in runs.items():
-    result = _run(_train_args(config, tmp_path / strategy, 4, [
+    result = run_pretraining(train_args(config, tmp_path / strategy, 4, [
         "--init_checkpoint=" + init, "--distribution_strategy=" + strategy] + extra))
     assert result.returncode == 0, result.stderr[-3000:]
   assert "MirroredStrategy with 2 replicas" in result.stderr
-  one_device = _weights(config, str(tmp_path / "one_device"))
-  _assert_same_weights(one_device, _weights(config, str(tmp_path / "mirrored")), atol=1e-5)
-  _assert_moved(one_device, _weights(config, init))
+  one_device = weights(config, str(tmp_path / "one_device"))
+  assert_same_weights(one_device, weights(config, str(tmp_path / "mirrored")), atol=1e-5)
+  _assert_moved(one_device, weights(config, init))
 
 
 def _assert_moved(trained, start):
@@ -261,7 +150,7 @@ def _free_port():
 
 
 def test_multi_worker_mirrored_two_processes(tmp_path):
-  config = _tiny_config(tmp_path)
+  config = tiny_config(tmp_path)
   ports = [_free_port(), _free_port()]
   workers = ["127.0.0.1:%d" % p for p in ports]
   procs = []
@@ -269,7 +158,7 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
     env = dict(os.environ, TF_CONFIG=json.dumps(
         {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}))
     procs.append(subprocess.Popen(
-        [sys.executable, "run_pretraining.py"] + _train_args(
+        [sys.executable, "run_pretraining.py"] + train_args(
             config, tmp_path / "out", 3, ["--distribution_strategy=multi_worker_mirrored"]),
         cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
   outputs = [p.communicate(timeout=600)[0] for p in procs]
@@ -278,28 +167,58 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
   assert not [n for n in os.listdir(tmp_path / "out") if n.startswith("worker_tmp")]
 
 
+def test_two_workers_train_the_weights_one_device_trains(tmp_path):
+  """MultiWorkerMirroredStrategy over two processes, each reading half of a
+  batch of four, against one device reading the whole batch: the same
+  weights after six steps (within 1e-5), and weights that moved."""
+  ports = [_free_port(), _free_port()]
+  workers = ["127.0.0.1:%d" % p for p in ports]
+  procs = []
+  for index in range(2):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TF_CONFIG=json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}))
+    procs.append(subprocess.Popen(
+        [sys.executable, "-c", MULTI_WORKER_REFERENCE_RUN, REPO_ROOT, str(tmp_path / "loop"),
+         str(tmp_path / ("worker%d.npz" % index))],
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+  outputs = [p.communicate(timeout=600)[0] for p in procs]
+  assert [p.returncode for p in procs] == [0, 0], outputs[0][-3000:] + outputs[1][-3000:]
+  one_device = reference_run("one_device", 1, str(tmp_path / "one"), rows=(0, 1, 2, 0))
+  start = tf.train.load_checkpoint(data_file("modeling_reference/model.ckpt"))
+  for index in range(2):
+    worker = dict(np.load(tmp_path / ("worker%d.npz" % index)))
+    assert int(worker["replicas"]) == 2 and int(worker["step"]) == 6
+    assert worker.keys() == one_device.keys()
+    moved = 0
+    for key, value in one_device.items():
+      if key.startswith("var/"):
+        np.testing.assert_allclose(worker[key], value, rtol=0, atol=1e-5, err_msg=key)
+        moved += np.abs(value - start.get_tensor(key[4:])).max() > 1e-3
+    assert moved > 20
+
+
 def test_killed_run_resumes_to_the_same_weights(tmp_path):
-  config = _tiny_config(tmp_path, dropout=0.1)  # Dropout on: its RNG must resume too.
+  config = tiny_config(tmp_path, dropout=0.1)  # Dropout on: its RNG must resume too.
   args = lambda out: ["--input_file=" + RECORDS, "--output_dir=" + str(out), "--do_train",
                       "--bert_config_file=" + config, "--train_batch_size=4",
                       "--num_train_steps=24", "--num_warmup_steps=2", "--learning_rate=1e-3",
                       "--save_checkpoints_steps=6", "--iterations_per_loop=2"]
-  assert _run(args(tmp_path / "straight")).returncode == 0
+  assert run_pretraining(args(tmp_path / "straight")).returncode == 0
   killed = tmp_path / "killed"
   kill_at_checkpoint([sys.executable, "run_pretraining.py"] + args(killed),
                     killed, "ckpt-12")
   assert (killed / "ckpt-12.index").exists() and not (killed / "ckpt-24.index").exists()
-  at_kill = _weights(config, str(killed / "ckpt-12"))
-  result = _run(args(killed))
+  at_kill = weights(config, str(killed / "ckpt-12"))
+  result = run_pretraining(args(killed))
   assert result.returncode == 0, result.stderr[-3000:]
   assert "Resuming from" in result.stderr
-  resumed = _weights(config, str(killed))
-  _assert_same_weights(_weights(config, str(tmp_path / "straight")), resumed, atol=1e-6)
+  resumed = weights(config, str(killed))
+  assert_same_weights(weights(config, str(tmp_path / "straight")), resumed, atol=1e-6)
   _assert_moved(resumed, at_kill)  # The resumed run trained steps 13-24.
 
 
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
-  config = modeling.BertConfig.from_json_file(_tiny_config(tmp_path))
+  config = modeling.BertConfig.from_json_file(tiny_config(tmp_path))
   strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
   with strategy.scope():
     model = modeling.BertPretrainer(config)
@@ -326,18 +245,25 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
 
 def test_bad_inputs_fail_before_training(tmp_path):
   """One line each, before any step: records that do not fit the flags, no
-  input, a checkpoint of another shape, nothing to do, no TPU."""
-  config = _tiny_config(tmp_path)
+  input, a checkpoint of another shape, nothing to do, no TPU, dynamic
+  masking without its vocabulary, a left-to-right objective on a model that
+  sees both sides."""
+  config = tiny_config(tmp_path)
   results = run_cli_cases("run_pretraining.py", [
-      _train_args(config, tmp_path / "a", 2, ["--max_seq_length=64"]),
-      _train_args(config, tmp_path / "b", 2) + ["--input_file=" + str(tmp_path / "none*")],
-      _train_args(config, tmp_path / "c", 2, [
+      train_args(config, tmp_path / "a", 2, ["--max_seq_length=64"]),
+      train_args(config, tmp_path / "b", 2) + ["--input_file=" + str(tmp_path / "none*")],
+      train_args(config, tmp_path / "c", 2, [
           "--init_checkpoint=" + data_file("modeling_reference/model.ckpt")]),
       ["--input_file=" + RECORDS, "--output_dir=" + str(tmp_path / "d"),
        "--bert_config_file=" + config],
-      _train_args(config, tmp_path / "e", 2, ["--use_tpu", "--tpu_name=local"])])
+      train_args(config, tmp_path / "e", 2, ["--use_tpu", "--tpu_name=local"]),
+      train_args(config, tmp_path / "f", 2, ["--dynamic_masking"]),
+      train_args(config, tmp_path / "g", 2, ["--pretraining_objective=ltr"])])
   expected = [("--max_seq_length=64", "input_ids of length 128"), ("No file matches",),
-              ("has shape",), ("do_train",), ("No TPU could be reached (--tpu_name='local'",)]
+              ("has shape",), ("do_train",), ("No TPU could be reached (--tpu_name='local'",),
+              ("--dynamic_masking needs --vocab_file: the vocabulary of the records.",),
+              ("causal_attention",)]
+  assert len(results) == len(expected)
   for result, fragments in zip(results, expected):
     errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining.py: error:")]
     assert result.returncode == 1 and len(errors) == 1, result.stderr[-3000:]
@@ -347,9 +273,9 @@ def test_bad_inputs_fail_before_training(tmp_path):
 
 def test_loss_falls_on_a_tiny_model(tmp_path):
   """The original README's demo in small: a tiny model overfits sample data."""
-  config = _tiny_config(tmp_path)
+  config = tiny_config(tmp_path)
   out = tmp_path / "out"
-  result = _run(["--input_file=" + RECORDS, "--output_dir=" + str(out), "--do_train",
+  result = run_pretraining(["--input_file=" + RECORDS, "--output_dir=" + str(out), "--do_train",
                  "--do_eval", "--bert_config_file=" + config, "--train_batch_size=8",
                  "--num_train_steps=150", "--num_warmup_steps=10", "--learning_rate=1e-2",
                  "--save_checkpoints_steps=150", "--iterations_per_loop=50",
@@ -363,8 +289,7 @@ def test_loss_falls_on_a_tiny_model(tmp_path):
   majority, entropy = guessing_baselines(RECORDS, 128, 20)
   assert len(losses) == 3 and losses[0] > losses[1] > losses[2], losses
   assert losses[-1] < (entropy + np.log(2)) / 5, (losses, entropy)
-  with open(out / "eval_results.txt") as f:
-    results = dict(line.split(" = ") for line in f.read().splitlines())
+  results = read_eval_results(out / "eval_results.txt")
   assert results["global_step"] == "150"
   assert float(results["masked_lm_accuracy"]) > max(0.9, 10 * majority), (results, majority)
   assert float(results["next_sentence_accuracy"]) > 0.9

@@ -64,7 +64,9 @@ def _encoding_with(spec, encoder):
 def test_records_are_what_protobuf_writes(name, encoder):
   spec = _encoding_with(SPECS[name], encoder)
   rows = _random_rows(spec, 20, np.random.default_rng(len(name)))
-  for record, row in zip(spec.encode(rows), rows):
+  records = spec.encode(rows)
+  assert len(records) == len(rows) == 20
+  for record, row in zip(records, rows):
     expected = _protobuf(spec, row)
     assert tf.train.Example.FromString(record) == expected
     assert len(record) == expected.ByteSize()  # Minimal: no extra bytes.

@@ -281,19 +281,30 @@ def test_marks_are_put_in_canonical_order_before_lookup(tmp_path):
 
 
 def test_unicode_tables_cache_is_rebuilt_when_unreadable(tmp_path, monkeypatch):
-  """The compiled path's tables come from a cache file when it is readable,
-  and are rebuilt (and the file rewritten) when it is not."""
+  """The compiled path's tables: an unreadable cache file is rebuilt and
+  written again (the file then holds the built tables); the next process
+  reads that file instead of building (building is made to fail)."""
   from data_prep import compiled_tokenization  # pylint: disable=g-import-not-at-top
   monkeypatch.setenv("BERT_TF2_CACHE_DIR", str(tmp_path))
   path = compiled_tokenization._tables_cache_path()  # pylint: disable=protected-access
+  assert path.startswith(str(tmp_path))
   with open(path, "wb") as f:
     f.write(b"not an npz file")
   monkeypatch.setattr(compiled_tokenization, "_tables", None)
   built = compiled_tokenization.unicode_tables()
+  fields = compiled_tokenization._TABLE_FIELDS  # pylint: disable=protected-access
+  with np.load(path) as written:
+    assert sorted(written.files) == sorted(fields + ("growth",))
+    for name in fields:
+      np.testing.assert_array_equal(written[name], getattr(built, name))
+
+  def no_building(self):
+    raise AssertionError("built the tables instead of reading the cache")
+  monkeypatch.setattr(compiled_tokenization.UnicodeTables, "__init__", no_building)
   monkeypatch.setattr(compiled_tokenization, "_tables", None)
   loaded = compiled_tokenization.unicode_tables()
   assert loaded is not built
-  for name in compiled_tokenization._TABLE_FIELDS:  # pylint: disable=protected-access
+  for name in fields:
     np.testing.assert_array_equal(getattr(loaded, name), getattr(built, name))
   assert loaded.growth == built.growth == 8
 

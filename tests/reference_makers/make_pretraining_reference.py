@@ -2,7 +2,7 @@
 google-research/bert create_pretraining_data.py.
 
 One run of the original script per entry of REFERENCE_RUNS in
-tests/test_create_pretraining_data.py (read from that file, so the runs
+tests/pretraining_references.py (read from that file, so the runs
 here are always the ones the test replays), with that entry's flags and
 inputs: shared inputs from ../shared/data, own inputs and vocabularies from
 tests/data. A run with n outputs writes `<name>_0.tfrecord` ...
@@ -44,7 +44,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 TEST_DATA = os.path.join(REPO_ROOT, "tests", "data")
 COMMITTED = os.path.join(TEST_DATA, "pretraining_reference")
 SHARED_DATA = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
-TEST_FILE = os.path.join(REPO_ROOT, "tests", "test_create_pretraining_data.py")
+TEST_FILE = os.path.join(REPO_ROOT, "tests", "pretraining_references.py")
 # The module-level names of the test file that REFERENCE_RUNS is written with.
 RUN_NAMES = ("UNCASED", "CHINESE", "CORPUS_A", "CORPUS_B", "REFERENCE_RUNS")
 

@@ -59,8 +59,7 @@ def main():
   parser.add_argument("--corpus_mb", type=float, default=10.0)
   parser.add_argument("--files", type=int, default=10)
   parser.add_argument("--workers", type=int, default=2)
-  parser.add_argument("--vocab_file", default=os.path.join(
-      common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--vocab_file", default=common.VOCAB)
   parser.add_argument("--output_dir", default=os.path.join(common.REPO_ROOT, "bench", "output"))
   args = parser.parse_args()
   work = tempfile.mkdtemp(prefix="bench_beam_")

@@ -105,8 +105,8 @@ def worker(args):
 def main():
   parser = argparse.ArgumentParser()
   parser.add_argument("--size", default="base", choices=["tiny", "mini", "small", "base"])
-  parser.add_argument("--vocab_file", default=os.path.normpath(os.path.join(
-      REPO_ROOT, "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")))
+  parser.add_argument("--vocab_file", default=os.path.join(
+      REPO_ROOT, "tests", "data", "vocab", "bert_uncased_vocab.txt"))
   parser.add_argument("--max_seq_length", type=int, default=128)
   parser.add_argument("--steps", type=int, default=200)
   parser.add_argument("--repeats", type=int, default=1,

@@ -173,8 +173,7 @@ def main():
   parser.add_argument("--requests", type=int, default=200)
   parser.add_argument("--tasks", default="SST-2,MRPC")
   parser.add_argument("--peers", default=",".join(PEERS))
-  parser.add_argument("--vocab_file", default=os.path.join(
-      common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--vocab_file", default=common.VOCAB)
   parser.add_argument("--frozen_weights", action=argparse.BooleanOptionalAction,
                       default=True)
   parser.add_argument("--rounds", type=int, default=3)

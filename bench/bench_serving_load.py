@@ -186,7 +186,7 @@ def export_random_classifier(size, export_dir):
   from serving import classifier  # pylint: disable=g-import-not-at-top
   config = modeling.BertConfig.from_dict(
       dict(bench_model.config_dict(size), vocab_size=bench_model.VOCAB))
-  vocab = os.path.join(common.REPO_ROOT, "tests", "data", "vocab", "bert_uncased_vocab.txt")
+  vocab = common.VOCAB
   classifier.export_classifier(modeling.BertClassifier(config, num_labels=2), export_dir,
                                vocab, True, MAX_SEQ_LENGTH, ["0", "1"])
 

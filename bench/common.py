@@ -12,6 +12,8 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
+# The released uncased vocabulary, committed with the tests (Apache-2.0).
+VOCAB = os.path.join(REPO_ROOT, "tests", "data", "vocab", "bert_uncased_vocab.txt")
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
@@ -137,8 +139,7 @@ def argument_parser(megabytes):
   """Flags every data benchmark takes: the original's checkout, vocab, size."""
   parser = argparse.ArgumentParser()
   parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
-  parser.add_argument("--vocab_file", default=os.path.join(
-      SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--vocab_file", default=VOCAB)
   parser.add_argument("--megabytes", type=float, default=megabytes)
   return parser
 
@@ -149,8 +150,7 @@ def real_data_parser(description, output_name):
   parser = argparse.ArgumentParser(description=description)
   parser.add_argument("--bert_config_file", default=os.path.join(
       SHARED_DATA, "bert_configs", "uncased_L-4_H-256_A-4.bert_config.json"))
-  parser.add_argument("--vocab_file", default=os.path.join(
-      REPO_ROOT, "tests", "data", "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--vocab_file", default=VOCAB)
   parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
   parser.add_argument("--output", default=os.path.join(REPO_ROOT, "bench", "output",
                                                        output_name))
@@ -195,6 +195,22 @@ def host_stolen_seconds(stat_path="/proc/stat"):
   if len(fields) < 9 or fields[0] != "cpu":
     return None
   return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+
+
+def busy_cpu_seconds(stat_path="/proc/stat"):
+  """CPU seconds this machine's CPUs have been busy since boot (user, nice,
+  system, irq, softirq: not idle, I/O wait or steal); None where there is no
+  /proc/stat. Read around a timed command: what the command itself did not
+  use of it was other work sharing the machine."""
+  try:
+    with open(stat_path) as f:
+      fields = f.readline().split()
+  except OSError:
+    return None
+  if len(fields) < 8 or fields[0] != "cpu":
+    return None
+  user, nice, system, _, _, irq, softirq = (int(x) for x in fields[1:8])
+  return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def stolen_between(before, after):

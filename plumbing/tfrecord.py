@@ -1,7 +1,7 @@
 """Writing TFRecord files without importing TensorFlow.
 
-Importing TensorFlow costs ~600 MB of resident memory, several times what the
-data generator needs, so local files are framed here: each record is
+Importing TensorFlow costs several times the resident memory the data
+generator needs, so local files are framed here: each record is
 uint64 length, uint32 masked CRC32C of the length, the data, uint32 masked
 CRC32C of the data (all little-endian), exactly what tf.io.TFRecordWriter
 writes. The checksums come from google-crc32c's C code: per record, faster

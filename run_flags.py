@@ -160,8 +160,8 @@ def create_strategy(flag_values):
   logging.info("Strategy %s with %d replicas.", type(strategy).__name__,
                strategy.num_replicas_in_sync)
   keras.utils.set_random_seed(flag_values.seed)
-  if flag_values.mixed_precision:
-    keras.mixed_precision.set_global_policy(flag_values.mixed_precision)
+  # Set either way: an earlier run in this process may have left another.
+  keras.mixed_precision.set_global_policy(flag_values.mixed_precision or "float32")
   return strategy
 
 

@@ -15,18 +15,26 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEST_DATA = os.path.join(REPO_ROOT, "tests", "data")
 SHARED_DATA = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
 
+# The suite runs in as many worker processes as cores: TensorFlow's own
+# pools, sized to every core in each process (and each process a test
+# starts), would make them contend. One thread each for ops and within ops.
+os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
 
 
 @pytest.fixture(autouse=True)
-def _global_seed_of_a_fresh_process():
-  """Every test sees TensorFlow's global seed unset, as in a fresh process:
-  a seed another test set in this worker would change every seeded op's
-  stream (shuffles, masks), so results would depend on which tests ran
-  before in the same worker."""
+def _global_state_of_a_fresh_process():
+  """Every test sees TensorFlow's global seed unset and Keras' float32
+  policy, as in a fresh process: a seed or policy another test set in this
+  worker would change every seeded op's stream (shuffles, masks) or every
+  layer's dtype, so results would depend on which tests ran before."""
   if "tensorflow" in sys.modules:
     sys.modules["tensorflow"].random.set_seed(None)
+  if "keras" in sys.modules:
+    sys.modules["keras"].config.set_dtype_policy("float32")
   yield
 
 

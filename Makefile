@@ -22,6 +22,9 @@ DEMO_FINETUNE_LR ?= 2e-4
 DEMO_EVAL_STEPS := 20
 DEMO_EVAL_BATCH := 32
 DEMO_SEED ?= 12345
+# The pair task comes from the bundled corpus's verses, or from your
+# DEMO_CORPUS's sentences when you give one.
+DEMO_PAIRS_SOURCE := $(if $(filter file,$(origin DEMO_CORPUS)),,--corpus_file=$(DEMO_CORPUS))
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
@@ -79,8 +82,8 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	  --eval_batch_size=$(DEMO_EVAL_BATCH) --seed=$(DEMO_SEED)
 	@echo "Eval results ($(DEMO_DIR)/pretraining_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/pretraining_output/eval_results.txt
-	@echo "==> [4/9] Making the bundled sentence-pair task (is B a shortened copy of A?)"
-	$(PY) -m demo.pairs --output_dir=$(DEMO_DIR)/pairs --num_train=$(DEMO_PAIRS)
+	@echo "==> [4/9] Making the sentence-pair task (is B a shortened copy of A?)"
+	$(PY) -m demo.pairs --output_dir=$(DEMO_DIR)/pairs --num_train=$(DEMO_PAIRS) $(DEMO_PAIRS_SOURCE)
 	@echo "==> [5/9] Fine-tuning the pre-trained model on it (run_classifier.py), exporting a SavedModel"
 	@# A run that learns nothing (some seeds do at this size, docs/ablations.md)
 	@# is run again with the next seed, twice at most.

@@ -8,14 +8,20 @@ always answering one label scores 50%. Chapters, not pairs, are split
 between train, dev and test, so no verse is seen in training and evaluated
 on. Written as `train.tsv`, `dev.tsv` and `test.tsv` with MRPC's columns, so
 `run_classifier.py --task_name=MRPC` reads them unchanged.
+
+With `--corpus_file` (a pre-training corpus: one sentence a line, a blank
+line between documents), the pairs come from that text instead: documents
+take the chapters' place and sentences the verses'.
 """
 
 import argparse
 import os
 import random
+import sys
 
 from demo import corpus as demo_corpus
 from plumbing import files
+from plumbing.errors import UserError
 
 _HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 _TEST_HEADER = "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
@@ -50,14 +56,43 @@ def make_pairs(chapters, count, rng):
   return pairs
 
 
-def write_task(output_dir, train=4000, dev=500, test=200, seed=7):
-  """Writes the three files (each atomically); returns their row counts."""
-  chapters = list(demo_corpus.iter_kjv_chapters())
+def read_documents(path):
+  """[(name, sentences)] of a corpus file's documents (blank-line separated),
+  named by the file and the line each starts on."""
+  documents, sentences, start = [], [], 1
+  with open(path, encoding="utf-8") as f:
+    for number, line in enumerate(f, 1):
+      line = line.strip()
+      if line:
+        sentences.append(line)
+      elif sentences:
+        documents.append(("%s:%d" % (os.path.basename(path), start), sentences))
+        sentences = []
+      if not line:
+        start = number + 1
+  if sentences:
+    documents.append(("%s:%d" % (os.path.basename(path), start), sentences))
+  return documents
+
+
+def write_task(output_dir, train=4000, dev=500, test=200, seed=7, corpus_file=None):
+  """Writes the three files (each atomically); returns their row counts.
+  The pairs come from the bundled corpus's verses, or from `corpus_file`."""
+  chapters = (read_documents(corpus_file) if corpus_file else
+              list(demo_corpus.iter_kjv_chapters()))
   rng = random.Random(seed)
   splits = {"train": [], "dev": [], "test": []}
   for chapter in chapters:
     roll = rng.random()
     splits["dev" if roll < 0.1 else "test" if roll < 0.15 else "train"].append(chapter)
+  for name, part in splits.items():
+    if not any(len(sentences) >= 2 for _, sentences in part):
+      raise UserError(
+          "%s: too few documents to make the %s pairs from: %d of them have two or more "
+          "sentences, and about a tenth of the documents go to dev and a twentieth to "
+          "test. Give a corpus of a few hundred documents (a blank line between "
+          "documents, one sentence a line)." % (
+              corpus_file, name, sum(len(s) >= 2 for _, s in chapters)))
   os.makedirs(output_dir, exist_ok=True)
   counts = {}
   for name, count in (("train", train), ("dev", dev), ("test", test)):
@@ -77,8 +112,14 @@ def main(argv=None):
   parser.add_argument("--output_dir", required=True)
   parser.add_argument("--num_train", type=int, default=4000)
   parser.add_argument("--seed", type=int, default=7)
+  parser.add_argument("--corpus_file", default=None,
+                      help="Make the pairs from this corpus (the bundled one if unset).")
   args = parser.parse_args(argv)
-  counts = write_task(args.output_dir, train=args.num_train, seed=args.seed)
+  try:
+    counts = write_task(args.output_dir, train=args.num_train, seed=args.seed,
+                        corpus_file=args.corpus_file)
+  except (UserError, OSError) as error:
+    sys.exit("pairs.py: error: %s" % error)
   print("Wrote the demo sentence-pair task to %s: %s" % (
       args.output_dir, ", ".join("%s %d" % kv for kv in counts.items())))
 

@@ -42,6 +42,37 @@ def test_write_task_splits_chapters(tmp_path):
   assert not chapters["train"] & chapters["test"]
 
 
+def test_pairs_from_a_corpus_file_take_its_documents_and_sentences(tmp_path):
+  corpus = tmp_path / "corpus.txt"
+  documents = [["Document %d says thing number %d in several plain words." % (d, n)
+                for n in range(3)] for d in range(60)]
+  corpus.write_text("\n".join("\n".join(d) + "\n" for d in documents), encoding="utf-8")
+  # Each document is named by the line it starts on (four lines a document).
+  assert demo_pairs.read_documents(str(corpus)) == [
+      ("corpus.txt:%d" % (1 + 4 * d), sentences) for d, sentences in enumerate(documents)]
+  out = tmp_path / "pairs"
+  counts = demo_pairs.write_task(str(out), train=30, dev=8, test=4, corpus_file=str(corpus))
+  assert counts == {"train": 30, "dev": 8, "test": 4}
+  sentences = {s for d in documents for s in d}
+  seen = {}
+  for name in ("train", "dev", "test"):
+    with open(out / (name + ".tsv"), encoding="utf-8") as f:
+      rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    assert len(rows) == counts[name]
+    assert all(r[3] in sentences for r in rows)
+    seen[name] = {r[3].split()[1] for r in rows}  # The document's number.
+  assert not seen["train"] & (seen["dev"] | seen["test"])
+
+
+def test_a_corpus_too_small_for_three_splits_is_one_line(tmp_path, capsys):
+  corpus = tmp_path / "small.txt"
+  corpus.write_text("One sentence.\nTwo sentences.\n\nThree.\nFour.\n", encoding="utf-8")
+  with pytest.raises(SystemExit) as exit_info:
+    demo_pairs.main(["--output_dir=%s" % (tmp_path / "out"), "--corpus_file=%s" % corpus])
+  assert "too few documents" in str(exit_info.value) and str(corpus) in str(exit_info.value)
+  assert not (tmp_path / "out" / "train.tsv").exists()
+
+
 def _record(ids, weights, next_sentence):
   feature = {
       "masked_lm_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=ids)),

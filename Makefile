@@ -139,13 +139,13 @@ demo: $(STAMP) $(DEMO_CORPUS)
 # from a google-research/bert checkout: make bench BERT_ORIGINAL_DIR=/path;
 # BENCH_ARGS=--quick for the subset.
 bench: $(STAMP)
-	$(PY) -m pip install -q -r bench/requirements.txt
-	$(PY) bench/run.py $(BENCH_ARGS)
+	$(PY) -m pip install -q -r requirements/bench.txt
+	$(PY) -m bench.run $(BENCH_ARGS)
 
 # The paper's pre-training ablations (Table 5, Figure 5) on a tiny model:
-# bench/ablation.py; e.g. ABLATION_ARGS="--glue_dir=../shared/data/glue".
+# bench/ablation.py (python -m bench.ablation); e.g. ABLATION_ARGS="--glue_dir=../shared/data/glue".
 ablation: $(STAMP)
-	$(PY) bench/ablation.py $(ABLATION_ARGS)
+	$(PY) -m bench.ablation $(ABLATION_ARGS)
 
 clean:
 	rm -rf $(DEMO_DIR) bench/output

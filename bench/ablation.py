@@ -1,7 +1,7 @@
 """The paper's pre-training ablations in small: Table 5 and Figure 5 on 2 CPU cores.
 
-  python bench/ablation.py                        # bundled corpus and pair task, ~23 min
-  python bench/ablation.py --glue_dir=../shared/data/glue --tasks=SST-2,MRPC,RTE
+  python -m bench.ablation                        # bundled corpus and pair task, ~23 min
+  python -m bench.ablation --glue_dir=../shared/data/glue --tasks=SST-2,MRPC,RTE
   make ablation [ABLATION_ARGS="--glue_dir=..."]
 
 One tiny BERT (2 layers, hidden 128) is pre-trained on one corpus, with one
@@ -33,8 +33,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import common
 
 REPO_ROOT = common.REPO_ROOT
 

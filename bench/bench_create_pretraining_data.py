@@ -1,6 +1,6 @@
 """Pre-training data generation: ours vs the original script, same corpus and flags.
 
-  python bench/bench_create_pretraining_data.py --original_dir=/path/to/bert
+  python -m bench.bench_create_pretraining_data --original_dir=/path/to/bert
 
 Both programs run as separate processes on a real-text corpus (default 10 MB)
 with the original's default flags; we report wall time, peak resident memory
@@ -9,7 +9,6 @@ feature by feature.
 """
 
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -18,8 +17,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top
+from bench import common
 
 
 def _memory(process):
@@ -68,7 +66,6 @@ def run_measured(cmd, cwd, log_path, largest_process=False, env=None):
 
 def _features(path, max_seq_length, max_predictions):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  sys.path.insert(0, common.REPO_ROOT)
   from data_prep.pretraining import records as pretraining_records  # pylint: disable=g-import-not-at-top
   spec = pretraining_records.name_to_features(max_seq_length, max_predictions)
   columns = {k: [] for k in spec}
@@ -99,7 +96,6 @@ def main():
            "--do_lower_case=True", "--max_seq_length=128",
            "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
            "--random_seed=12345", "--dupe_factor=10"]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
   ours_out = os.path.join(workdir, "ours.tfrecord")
   ours_s, ours_mb = run_measured(

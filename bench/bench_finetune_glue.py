@@ -2,7 +2,7 @@
 training files, then the dev set, each a whole command (start-up,
 tokenization and records included), every peer on the same rows.
 
-  python bench/bench_finetune_glue.py [--tasks=SST-2,CoLA,MRPC,RTE]
+  python -m bench.bench_finetune_glue [--tasks=SST-2,CoLA,MRPC,RTE]
       [--max_train_rows=16000] [--bert_config_file=...] [--peers=...]
       [--original_dir=/path/to/google-research/bert]
 
@@ -54,9 +54,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top,wrong-import-position
-import environments  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import common
+from bench import environments
 
 PEERS = ("ours", "ours/warm", "ours/fixed", "original", "hf", "tf_models")
 BATCH, EVAL_BATCH, SEQ, LEARNING_RATE, WARMUP = 32, 8, 128, 2e-5, 0.1
@@ -75,9 +74,9 @@ def read_rows(task, path):
   return [(r[a], r[b] if b is not None else None, r[label]) for r in rows[int(header):]]
 
 
-def task_data(task, directory, max_rows):
+def task_data(glue_dir, task, directory, max_rows):
   """A copy of the task's train.tsv (its first `max_rows` rows) and dev.tsv."""
-  source = os.path.join(common.SHARED_DATA, "glue", task)
+  source = os.path.join(glue_dir, task)
   os.makedirs(directory)
   with open(os.path.join(source, "train.tsv"), encoding="utf-8") as f:
     lines = f.readlines()
@@ -149,7 +148,7 @@ def worker_hf(args):
 def worker_original(args):
   import collections  # pylint: disable=g-import-not-at-top
   import types  # pylint: disable=g-import-not-at-top
-  import bench_model  # pylint: disable=g-import-not-at-top
+  from bench import bench_model  # pylint: disable=g-import-not-at-top
   tf, modeling, optimization, code_dir = bench_model.original_modules(args)
   tf.contrib = types.SimpleNamespace(data=types.SimpleNamespace(  # Gone from TF2.
       map_and_batch=tf.data.experimental.map_and_batch))
@@ -301,9 +300,7 @@ def ours_command(args, peer, task, data_dir, output_dir, train):
 def run_command(command, label):
   """Runs `command`; (seconds, what it reported or read, seconds after its
   start-up, CPU seconds the host took meanwhile) or None."""
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-             PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.abspath(__file__)),
-                                         os.environ.get("PYTHONPATH", "")]))
+  env = common.worker_env()
   stolen = common.host_stolen_seconds()
   start = time.perf_counter()
   result = subprocess.run(command, cwd=common.REPO_ROOT, capture_output=True, text=True,
@@ -321,7 +318,7 @@ def run_command(command, label):
 def tf_models_commands(args, task, data_dir, output_dir):
   python = environments.interpreter("tf_models")
   return [
-      [python, os.path.abspath(__file__), "--worker", "--peer=tf_models", "--task=" + task,
+      [python, "-m", "bench.bench_finetune_glue", "--worker", "--peer=tf_models", "--task=" + task,
        "--data_dir=" + data_dir, "--output_dir=" + output_dir,
        "--vocab_file=" + args.vocab_file],
       [python, "-m", "official.legacy.bert.run_classifier", "--mode=train_and_eval",
@@ -340,7 +337,7 @@ def measure_tf_models(args, task, data_dir, output_dir):
   commands, and the dev accuracy Keras prints."""
   seconds, log = 0.0, ""
   for command in tf_models_commands(args, task, data_dir, output_dir):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_USE_LEGACY_KERAS="1")
+    env = common.worker_env(TF_USE_LEGACY_KERAS="1")
     start = time.perf_counter()
     result = subprocess.run(command, cwd=output_dir if os.path.isdir(output_dir) else None,
                             capture_output=True, text=True, env=env)
@@ -357,7 +354,7 @@ def measure_tf_models(args, task, data_dir, output_dir):
 def peer_command(args, peer, task, data_dir, output_dir, train):
   if peer.startswith("ours"):
     return ours_command(args, peer, task, data_dir, output_dir, train)
-  return [environments.interpreter(peer), os.path.abspath(__file__), "--worker",
+  return [environments.interpreter(peer), "-m", "bench.bench_finetune_glue", "--worker",
           "--peer=" + peer, "--task=" + task, "--data_dir=" + data_dir,
           "--output_dir=" + output_dir, "--vocab_file=" + args.vocab_file,
           "--bert_config_file=" + args.bert_config_file,
@@ -422,6 +419,10 @@ def main():
   args = parser.parse_args()
   if args.worker:
     return worker(args)
+  if (any(common.skipped("finetune_glue", os.path.join(args.glue_dir, task, "train.tsv"),
+                         common.GLUE_WHERE) for task in args.tasks.split(",")) or
+      common.skipped("finetune_glue", args.bert_config_file, common.CONFIG_WHERE)):
+    return
   peers = [p for p in args.peers.split(",") if p != "original" or args.original_dir]
   if "ours/warm" in peers and ("ours" not in peers or peers.index("ours") > peers.index(
       "ours/warm")):
@@ -430,7 +431,7 @@ def main():
   with tempfile.TemporaryDirectory() as scratch:
     for task in args.tasks.split(","):
       data_dir = os.path.join(scratch, task, "data")
-      rows = task_data(task, data_dir, args.max_train_rows)
+      rows = task_data(args.glue_dir, task, data_dir, args.max_train_rows)
       for peer, outcome in measure_task(args, peers, task, data_dir, scratch).items():
         results.setdefault(task, {"train_rows": rows})[peer] = outcome
         if "train_and_eval_seconds" in outcome:

@@ -1,7 +1,7 @@
 """A real Hugging Face checkpoint in and out, checked against transformers
 itself on real text.
 
-  python bench/bench_hf_checkpoint.py [--texts=300] [--glue_dir=../shared/data/glue]
+  python -m bench.bench_hf_checkpoint [--texts=300] [--glue_dir=../shared/data/glue]
 
 1. In: all-MiniLM-L6-v2 (bench/pretrained.py) imported by
    bert-convert-checkpoint; its encoder run by ours and by transformers'
@@ -28,10 +28,9 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top,wrong-import-position
-import environments  # pylint: disable=g-import-not-at-top,wrong-import-position
-import pretrained  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import common
+from bench import environments
+from bench import pretrained
 
 SEQ = 128
 
@@ -157,10 +156,10 @@ def main():
          "--output_format=huggingface", "--label_names=0,1"], "export")
     common_flags = ["--pairs_file=" + os.path.join(mrpc, "dev.tsv"), "--texts=%d" % args.texts]
     ours_output = os.path.join(scratch, "ours.npz")
-    run([sys.executable, os.path.abspath(__file__), "--worker=ours",
+    run([sys.executable, "-m", "bench.bench_hf_checkpoint", "--worker=ours",
          "--checkpoint_dir=" + checkpoint_dir, "--classifier_dir=" + classifier_dir,
          "--output=" + ours_output] + common_flags, "ours")
-    result = run([environments.python_of("hf"), os.path.abspath(__file__), "--worker=hf",
+    result = run([environments.python_of("hf"), "-m", "bench.bench_hf_checkpoint", "--worker=hf",
                   "--model_dir=" + model_dir, "--ours_output=" + ours_output,
                   "--exported_dir=" + exported_dir] + common_flags, "hf")
   finally:

@@ -1,6 +1,6 @@
 """The machine's measured float32 matmul peak: a worker of bench/run.py.
 
-  <python> bench/bench_matmul.py --framework=tf|torch
+  <python> -m bench.bench_matmul --framework=tf|torch
 
 Times a 2048 x 2048 by 2048 x 2048 float32 matmul (large enough that the
 kernel, not the call, dominates) with every core, and reports the best
@@ -9,14 +9,11 @@ the higher of the TensorFlow and PyTorch figures.
 """
 
 import argparse
-import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top
+from bench import common
 
 N = 2048
 REPEATS = 20

@@ -1,6 +1,6 @@
 """Pre-training, fine-tuning and inference time: ours vs the peers, side by side.
 
-  python bench/bench_model.py --original_dir=/path/to/google-research/bert \\
+  python -m bench.bench_model --original_dir=/path/to/google-research/bert \\
       [--sizes=tiny,mini,small,base] [--classify_sizes=base] [--steps=5]
 
 Pre-training step (`--sizes`): masked LM + next sentence, batch 8, sequence
@@ -42,9 +42,8 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top
-import environments  # pylint: disable=g-import-not-at-top
+from bench import common
+from bench import environments
 
 import numpy as np  # pylint: disable=g-import-not-at-top
 
@@ -125,12 +124,11 @@ def step_count(args):
 
 
 def run_ours(args, data):
-  sys.path.insert(0, common.REPO_ROOT)
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   from modeling import losses, optimization  # pylint: disable=g-import-not-at-top
-  import train_step  # pylint: disable=g-import-not-at-top
+  from bench import train_step  # pylint: disable=g-import-not-at-top
   if args.variant.startswith("bf16"):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
   jit = args.variant.endswith("xla")
@@ -186,9 +184,7 @@ def original_modules(args):
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   tf.disable_v2_behavior()
   code_dir = common.original_code_dir(args.original_dir)
-  sys.path.insert(0, code_dir)
-  import modeling  # pylint: disable=g-import-not-at-top
-  import optimization  # pylint: disable=g-import-not-at-top
+  modeling, optimization = common.import_original(code_dir, "modeling", "optimization")
 
   def layer_norm(x, name=None):  # tf.contrib.layers.layer_norm, which TF2 lacks
     with tf.variable_scope(name, default_name="LayerNorm"):
@@ -404,7 +400,7 @@ def worker(args):
 
 
 def measure(args, peer, variant, size, mode, batch_size):
-  cmd = [environments.interpreter(peer), os.path.abspath(__file__), "--worker", "--peer=" + peer,
+  cmd = [environments.interpreter(peer), "-m", "bench.bench_model", "--worker", "--peer=" + peer,
          "--variant=" + variant, "--size=" + size, "--mode=" + mode,
          "--batch=%d" % batch_size, "--steps=%d" % args.steps]
   result = common.run_worker(cmd, "%s/%s/%s/%s" % (peer, variant, size, mode),

@@ -2,7 +2,7 @@
 Hugging Face, the paper's recipe, several seeds each, dev (and test)
 metrics and whole-command times.
 
-  python bench/bench_pretrained_glue.py [--tasks=RTE,MRPC,STS-B,CoLA,SST-2,CoNLL-2003]
+  python -m bench.bench_pretrained_glue [--tasks=RTE,MRPC,STS-B,CoLA,SST-2,CoNLL-2003]
       [--seeds=1,2,3] [--learning_rate=5e-5] [--sst2_train_rows=8000]
       [--conll_train_sentences=4000] [--glue_dir=../shared/data/glue]
       [--conll_dir=../shared/data/conll2003]
@@ -56,10 +56,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top,wrong-import-position
-import environments  # pylint: disable=g-import-not-at-top,wrong-import-position
-import pretrained  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import common
+from bench import environments
+from bench import pretrained
 
 OUTPUT = os.path.join(common.REPO_ROOT, "bench", "output")
 PEERS = ("ours", "hf")
@@ -291,7 +290,7 @@ def command(args, peer, task_name, seed, data_dir, output_dir, checkpoint_dir, m
             "--warmup_proportion=%g" % WARMUP, "--seed=%d" % seed,
             "--xla_cache_dir=" + os.path.join(OUTPUT, "pretrained_glue", "xla_cache"),
             "--output_dir=" + output_dir]
-  return [environments.python_of("hf"), os.path.abspath(__file__),
+  return [environments.python_of("hf"), "-m", "bench.bench_pretrained_glue",
           "--worker=" + ("ner" if task_name == NER else "glue"), "--task=" + task_name, "--seed=%d" % seed, "--data_dir=" + data_dir,
           "--output_dir=" + output_dir, "--model_dir=" + model_dir,
           "--learning_rate=%g" % args.learning_rate]

@@ -1,7 +1,7 @@
 """Serving latency on real requests: the dev sentences of SST-2 and MRPC, one
 request at a time, tokenizer included, ours against Hugging Face eager.
 
-  python bench/bench_serving_dev.py [--size=base] [--requests=200] [--tasks=SST-2,MRPC]
+  python -m bench.bench_serving_dev [--size=base] [--requests=200] [--tasks=SST-2,MRPC]
                                     [--rounds=3]
 
 Every peer gets the same random-weight BERT (`--size`, as bench_model.py)
@@ -41,9 +41,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top,wrong-import-position
-import environments  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import common
+from bench import environments
 
 PEERS = ("ours", "ours/fixed", "ours/bf16", "hf", "hf/bf16")
 MAX_SEQ_LENGTH = 128
@@ -51,9 +50,9 @@ MAX_SEQ_LENGTH = 128
 COLUMNS = {"SST-2": (0, None), "MRPC": (3, 4)}
 
 
-def dev_requests(task, count):
+def dev_requests(glue_dir, task, count):
   """(text_a, text_b) of the first `count` dev rows ("" for single sentences)."""
-  path = os.path.join(common.SHARED_DATA, "glue", task, "dev.tsv")
+  path = os.path.join(glue_dir, task, "dev.tsv")
   with open(path, encoding="utf-8-sig") as f:
     rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:count + 1]
   a, b = COLUMNS[task]
@@ -84,9 +83,8 @@ def export_ours(args, directory):
   """The three exports of one random-weight classifier: float32, bfloat16
   and float32 run at max_seq_length (the last is built here: the project
   no longer exports one)."""
-  sys.path.insert(0, common.REPO_ROOT)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import bench_model  # pylint: disable=g-import-not-at-top
+  from bench import bench_model  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   from serving import classifier  # pylint: disable=g-import-not-at-top
   from serving import export  # pylint: disable=g-import-not-at-top
@@ -147,7 +145,7 @@ def worker_hf(args, requests, bfloat16):
 
 
 def worker(args):
-  requests = dev_requests(args.task, args.requests)
+  requests = dev_requests(args.glue_dir, args.task, args.requests)
   if args.peer.startswith("hf"):
     result = worker_hf(args, requests, args.peer == "hf/bf16")
   else:
@@ -174,6 +172,7 @@ def main():
   parser.add_argument("--tasks", default="SST-2,MRPC")
   parser.add_argument("--peers", default=",".join(PEERS))
   parser.add_argument("--vocab_file", default=common.VOCAB)
+  parser.add_argument("--glue_dir", default=os.path.join(common.SHARED_DATA, "glue"))
   parser.add_argument("--frozen_weights", action=argparse.BooleanOptionalAction,
                       default=True)
   parser.add_argument("--rounds", type=int, default=3)
@@ -185,8 +184,11 @@ def main():
   args = parser.parse_args()
   if args.worker:
     return worker(args)
+  if any(common.skipped("serving_dev", os.path.join(args.glue_dir, task, "dev.tsv"),
+                        common.GLUE_WHERE) for task in args.tasks.split(",")):
+    return
 
-  import bench_model  # pylint: disable=g-import-not-at-top
+  from bench import bench_model  # pylint: disable=g-import-not-at-top
   config = json.dumps(dict(bench_model.config_dict(args.size), vocab_size=bench_model.VOCAB))
   peers = args.peers.split(",")
   print("cpu: " + cpu_line())
@@ -229,13 +231,13 @@ def run_worker(args, scratch, config, peer, task):
   """One peer's timings of one task's requests, from a fresh process."""
   python = environments.interpreter("hf") if peer.startswith("hf") else sys.executable
   export_dir = os.path.join(scratch, peer.replace("/", "_"))
-  cmd = [python, os.path.abspath(__file__), "--worker", "--peer=" + peer,
+  cmd = [python, "-m", "bench.bench_serving_dev", "--worker", "--peer=" + peer,
          "--task=" + task, "--requests=%d" % args.requests,
          "--vocab_file=" + args.vocab_file, "--export_dir=" + export_dir,
-         "--config=" + config]
-  # Our workers run outside the repository with no PYTHONPATH: only
-  # TensorFlow and tensorflow-text, as TF Serving loads the export.
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
+         "--config=" + config, "--glue_dir=" + args.glue_dir]
+  # Workers load our exports with TensorFlow and tensorflow-text alone, as
+  # TF Serving does: the repository is on the module path for this module only.
+  env = common.worker_env()
   env.pop("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", None)
   if args.frozen_weights and peer.startswith("ours"):
     env["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"] = "1"

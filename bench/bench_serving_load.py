@@ -1,6 +1,6 @@
 """A served classifier under load, with bad requests among the good ones.
 
-  python bench/bench_serving_load.py [--export_dir=DIR | --size=base]
+  python -m bench.bench_serving_load [--export_dir=DIR | --size=base]
       [--clients=8] [--requests=10000] [--output=bench/output/serving_load.json]
 
 The export (run_classifier.py --export_dir's SavedModel; with no
@@ -33,8 +33,7 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import common
 
 MAX_SEQ_LENGTH = 128
 BAD_KINDS = ("empty", "invalid_utf8", "one_megabyte", "batch_1000", "over_limit", "no_text_b")
@@ -180,8 +179,7 @@ def failed_checks(report):
 
 
 def export_random_classifier(size, export_dir):
-  sys.path.insert(0, common.REPO_ROOT)
-  import bench_model  # pylint: disable=g-import-not-at-top
+  from bench import bench_model  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   from serving import classifier  # pylint: disable=g-import-not-at-top
   config = modeling.BertConfig.from_dict(
@@ -213,10 +211,11 @@ def main():
       export_dir = os.path.join(directory, "export")
       export_random_classifier(args.size, export_dir)
     result = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--worker", "--export_dir=" + export_dir,
+        [sys.executable, "-m", "bench.bench_serving_load", "--worker", "--export_dir=" + export_dir,
          "--clients=%d" % args.clients, "--requests=%d" % args.requests,
          "--max_batch_size=%d" % args.max_batch_size],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        cwd=common.REPO_ROOT, capture_output=True, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   lines = [l for l in result.stdout.splitlines() if l.startswith("REPORT ")]
   if result.returncode or not lines:
     sys.stderr.write(result.stderr[-3000:])

@@ -2,7 +2,7 @@
 each a whole command (start-up, features and the answers files included),
 every peer with the same weights.
 
-  python bench/bench_squad_predict.py [--peers=ours,ours/trimmed,original,hf]
+  python -m bench.bench_squad_predict [--peers=ours,ours/trimmed,original,hf]
       [--bert_config_file=...] [--original_dir=/path/to/google-research/bert]
 
 A randomly initialised span predictor (--bert_config_file, BERT-Mini by
@@ -43,16 +43,14 @@ import tempfile
 import time
 import types
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top,wrong-import-position
-import environments  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import common
+from bench import environments
 
 PEERS = ("ours", "ours/trimmed", "original", "hf")
 SEQ, STRIDE, QUERY, BATCH, N_BEST, MAX_ANSWER = 384, 128, 64, 8, 20, 30
 
 
-def dev_files():
-  directory = os.path.join(common.SHARED_DATA, "squad")
+def dev_files(directory):
   return [os.path.join(directory, n) for n in sorted(os.listdir(directory))
           if n.endswith(".json")]
 
@@ -66,7 +64,7 @@ def is_version_2(path):
 
 
 def original_namespace(args):
-  import bench_model  # pylint: disable=g-import-not-at-top
+  from bench import bench_model  # pylint: disable=g-import-not-at-top
   tf, modeling, _, code_dir = bench_model.original_modules(args)
   tf.contrib = types.SimpleNamespace(data=types.SimpleNamespace(  # Gone from TF2.
       map_and_batch=tf.data.experimental.map_and_batch))
@@ -231,7 +229,7 @@ def command_of(args, peer, predict_file, output_dir, checkpoint):
                "--max_query_length=%d" % QUERY, "--predict_batch_size=%d" % BATCH,
                "--version_2_with_negative=%s" % version_2]
     return command + (["--pad_to_max_seq_length=false"] if peer == "ours/trimmed" else [])
-  command = [environments.interpreter(peer.split("/")[0]), os.path.abspath(__file__),
+  command = [environments.interpreter(peer.split("/")[0]), "-m", "bench.bench_squad_predict",
              "--worker", "--peer=" + peer, "--predict_file=" + predict_file,
              "--output_dir=" + output_dir, "--checkpoint=" + checkpoint,
              "--vocab_file=" + args.vocab_file, "--bert_config_file=" + args.bert_config_file,
@@ -261,17 +259,22 @@ def main():
   if args.worker:
     return worker(args)
   if not args.original_dir:
-    sys.exit("bench_squad_predict.py: --original_dir (or BERT_ORIGINAL_DIR) must name a "
-             "checkout of google-research/bert: its code writes the shared weights.")
+    print("squad_predict: skipped: no --original_dir (or BERT_ORIGINAL_DIR), a checkout of "
+          "google-research/bert: its code writes the weights both sides load")
+    return
+  if (common.skipped("squad_predict", args.squad_dir, common.SQUAD_WHERE) or
+      common.skipped("squad_predict", args.bert_config_file, common.CONFIG_WHERE)):
+    return
+  files = dev_files(args.squad_dir)
   peers = args.peers.split(",")
   results = {}
   with tempfile.TemporaryDirectory() as scratch:
     checkpoint = os.path.join(scratch, "init", "bert_model.ckpt")
-    if run_command(command_of(args, "original/init", dev_files()[0], scratch, checkpoint),
+    if run_command(command_of(args, "original/init", files[0], scratch, checkpoint),
                    "original/init") is None:
       sys.exit(1)
     for repeat in range(args.repeats):  # Peers take turns: slow spells hit them alike.
-      for predict_file in dev_files():
+      for predict_file in files:
         name = os.path.basename(predict_file)
         for peer in peers:
           output_dir = os.path.join(scratch, name, peer.replace("/", "_"))

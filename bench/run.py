@@ -1,6 +1,6 @@
 """Every benchmark, every peer, one run: `make bench` or
 
-  python bench/run.py --original_dir=/path/to/google-research/bert [--quick]
+  python -m bench.run --original_dir=/path/to/google-research/bert [--quick]
 
 Installs each peer in its own virtualenv (bench/environments.py), then runs
 `--rounds` rounds; each round runs every benchmark for every peer, one
@@ -23,14 +23,12 @@ import tempfile
 import time
 
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_create_pretraining_data  # pylint: disable=g-import-not-at-top
-import bench_model  # pylint: disable=g-import-not-at-top
-import bench_tokenizer  # pylint: disable=g-import-not-at-top
-import common  # pylint: disable=g-import-not-at-top
-import environments  # pylint: disable=g-import-not-at-top
+from bench import bench_create_pretraining_data
+from bench import bench_model
+from bench import bench_tokenizer
+from bench import common
+from bench import environments
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("original", "hf", "keras_hub", "tf_models", "ours")
 WORKER_TIMEOUT = 3600
 
@@ -45,13 +43,17 @@ QUICK = {"tokenize_mb": 0.5, "data_mb": 0.5,
          "finetune_steps": 3, "infer_steps": 2, "rounds": 1}
 CLASSIFY_BATCH = 32
 SQUAD_BATCH = 8
-# Rows that are scripts of their own, whose report joins the table's (full
-# runs, or named in --only): a real pretrained model on real data, and a
-# served model under load. The fine-tuning comparison takes hours; it keeps
-# finished runs and resumes. key: (script, its Markdown report, arguments).
-REAL_DATA = {"hf_checkpoint": ("bench_hf_checkpoint.py", None, []),
-             "pretrained_glue": ("bench_pretrained_glue.py", "pretrained_glue.md", []),
-             "serving_load": ("bench_serving_load.py", None,
+# Rows that are modules of their own (bench.<module>), whose report joins
+# the table's (full runs, or named in --only): real task data, a real
+# pretrained model, served models. Each skips itself, in one line, when its
+# data is missing. The fine-tuning comparison takes hours; it keeps finished
+# runs and resumes. key: (module, its Markdown report, arguments).
+REAL_DATA = {"hf_checkpoint": ("bench_hf_checkpoint", None, []),
+             "pretrained_glue": ("bench_pretrained_glue", "pretrained_glue.md", []),
+             "finetune_glue": ("bench_finetune_glue", None, []),
+             "squad_predict": ("bench_squad_predict", None, []),
+             "serving_dev": ("bench_serving_dev", None, []),
+             "serving_load": ("bench_serving_load", None,
                               ["--size=mini", "--clients=8", "--requests=4000"])}
 
 
@@ -97,8 +99,8 @@ class Runner:
         os.path.join(work_dir, "data_corpus.txt"), sizes["data_mb"])
     self.notes = {}
 
-  def worker(self, peer, script, flags, label):
-    cmd = [environments.interpreter(peer), os.path.join(BENCH_DIR, script)] + flags
+  def worker(self, peer, module, flags, label):
+    cmd = [environments.interpreter(peer), "-m", "bench." + module] + flags
     original = self.args.original_dir if peer == "original" else None
     return common.run_worker(cmd, label, original, timeout=WORKER_TIMEOUT)
 
@@ -138,7 +140,7 @@ class Runner:
              "--mode=" + mode, "--batch=%d" % batch, "--steps=%d" % steps]
     if warmup is not None:
       flags.append("--warmup=%d" % warmup)
-    result = self.worker(peer, "bench_model.py", flags, "%s/%s/%s" % (mode, size, peer))
+    result = self.worker(peer, "bench_model", flags, "%s/%s/%s" % (mode, size, peer))
     return result and result["seconds"]
 
   def matmul_peak(self):
@@ -146,7 +148,7 @@ class Runner:
     figures = {}
     for peer, framework in (("ours", "tf"), ("hf", "torch")):
       if peer in self.args.peers:
-        result = self.worker(peer, "bench_matmul.py", ["--framework=" + framework],
+        result = self.worker(peer, "bench_matmul", ["--framework=" + framework],
                              "matmul/" + framework)
         if result:
           figures[framework] = result["gflops"]
@@ -280,10 +282,10 @@ def real_data_reports(keys, output_dir):
   or what it printed last)."""
   reports = []
   for key in keys:
-    script, markdown, arguments = REAL_DATA[key]
-    print("running %s (%s) ..." % (key, script), flush=True)
-    result = subprocess.run([sys.executable, os.path.join(BENCH_DIR, script)] + arguments,
-                            capture_output=True, text=True)
+    module, markdown, arguments = REAL_DATA[key]
+    print("running %s (bench.%s) ..." % (key, module), flush=True)
+    result = subprocess.run([sys.executable, "-m", "bench." + module] + arguments,
+                            cwd=common.REPO_ROOT, capture_output=True, text=True)
     sys.stdout.write(result.stdout)
     if result.returncode:
       sys.stderr.write("%s failed:\n%s\n" % (key, result.stderr[-3000:]))

@@ -16,8 +16,7 @@ from conftest import REPO_ROOT
 from demo import report as demo_report
 from tasks.classification import glue
 
-sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
-import ablation  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import ablation
 
 
 @pytest.mark.parametrize("total,points,expected", [
@@ -193,7 +192,7 @@ def test_one_tiny_real_run(tmp_path):
   corpus = tmp_path / "corpus.txt"
   demo_corpus.write_kjv_corpus(str(corpus), max_chapters=40)
   out = tmp_path / "ablation"
-  command = [sys.executable, "bench/ablation.py", "--output_dir=%s" % out,
+  command = [sys.executable, "-m", "bench.ablation", "--output_dir=%s" % out,
              "--corpus=%s" % corpus, "--vocab_size=600", "--pretrain_steps=4",
              "--curve_points=1", "--max_train_examples=64", "--dupe_factor=1",
              "--num_train_epochs=1", "--train_batch_size=16", "--objectives=ltr",

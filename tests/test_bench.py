@@ -2,15 +2,11 @@
 themselves are measured by `make bench`, not by the tests)."""
 
 import os
-import sys
 
 import numpy as np
 
-from conftest import REPO_ROOT
-
-sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
-import bench_tokenizer  # pylint: disable=g-import-not-at-top,wrong-import-position
-import run  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import bench_tokenizer
+from bench import run
 
 
 def test_model_flops_by_hand():
@@ -70,7 +66,7 @@ def test_differing_lines_and_the_tokenizer_table(tmp_path):
 
 
 def test_host_stolen_seconds_read_from_the_steal_column(tmp_path):
-  import common  # pylint: disable=g-import-not-at-top
+  from bench import common  # pylint: disable=g-import-not-at-top
   stat = tmp_path / "stat"
   # user nice system idle iowait irq softirq steal guest guest_nice
   stat.write_text("cpu  5000 10 300 9000 16 0 19 %d 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
@@ -86,13 +82,13 @@ def test_host_stolen_seconds_read_from_the_steal_column(tmp_path):
 def test_finetuning_peers_read_the_rows_our_processors_read(tmp_path):
   """bench_finetune_glue.py's own reader (for Hugging Face) gives the texts
   and labels that run_classifier.py trains on, for each task it times."""
-  import bench_finetune_glue  # pylint: disable=g-import-not-at-top
+  from bench import bench_finetune_glue  # pylint: disable=g-import-not-at-top
   from conftest import shared_path  # pylint: disable=g-import-not-at-top
   from tasks.classification import glue  # pylint: disable=g-import-not-at-top
-  shared_path("glue")
+  glue_dir = shared_path("glue")
   for task in bench_finetune_glue.COLUMNS:
     data_dir = str(tmp_path / task)
-    assert bench_finetune_glue.task_data(task, data_dir, 50) == 50
+    assert bench_finetune_glue.task_data(glue_dir, task, data_dir, 50) == 50
     processor = glue.get_processor(task)
     for split, rows in (("train", 50), ("dev", None)):
       ours = [(e.text_a, e.text_b, e.label)
@@ -100,3 +96,17 @@ def test_finetuning_peers_read_the_rows_our_processors_read(tmp_path):
       theirs = bench_finetune_glue.read_rows(task, os.path.join(data_dir, split + ".tsv"))
       assert theirs == ours and (rows is None or len(ours) == rows), (task, split)
     assert bench_finetune_glue.COLUMNS[task][4] == processor.get_labels()
+
+
+def test_bench_is_a_package_its_modules_import_one_another_through():
+  """Modules run as `python -m bench.<module>`: only the loader of the
+  original's own scripts (common.import_original) touches the module path."""
+  import glob  # pylint: disable=g-import-not-at-top
+  from conftest import REPO_ROOT  # pylint: disable=g-import-not-at-top
+  paths = sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "*.py")))
+  assert len(paths) > 10
+  for path in paths:
+    source = open(path, encoding="utf-8").read()
+    edits = source.count("sys.path.insert") + source.count("sys.path.append")
+    assert edits == (1 if path.endswith(os.sep + "common.py") else 0), path
+    assert "argparse" in source or "def main" not in source, path  # One flags library.

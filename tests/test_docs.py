@@ -82,7 +82,7 @@ def _argparse_flags(path):
   for loop in re.findall(r"for name in \(([^)]*)\):\s*\n\s*parser\.add_argument\(\"--\" \+ name",
                          source):
     names |= set(re.findall(r"\"(\w+)\"", loop))
-  for module in re.findall(r"^import (\w+)", source, re.M):
+  for module in re.findall(r"^(?:from bench )?import (\w+)", source, re.M):
     sibling = os.path.join(os.path.dirname(path), module + ".py")
     if os.path.exists(sibling):
       names |= set(re.findall(r"\"--(\w+)\"", open(sibling, encoding="utf-8").read()))

@@ -200,31 +200,107 @@ def plan(runner, sizes, peers):
   return plans, data_memory
 
 
+# The CPU features that decide which kernels the frameworks run.
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def versions():
+  """Package versions of ours (this environment) and each peer's pins."""
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
+  ours = {}
+  for name in ("tensorflow", "keras", "tensorflow-text", "numpy"):
+    try:
+      ours[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+      pass
+  peers = {p: spec["packages"] + spec["no_deps"] for p, spec in environments.PEERS.items()}
+  return dict(peers, ours=["%s==%s" % kv for kv in sorted(ours.items())])
+
+
 def machine():
-  cpu = platform.processor()
+  cpu, flags = platform.processor(), []
   try:
     with open("/proc/cpuinfo") as f:
-      cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+      lines = f.read().splitlines()
+    cpu = next(l.split(":", 1)[1].strip() for l in lines if l.startswith("model name"))
+    present = set(next(l.split(":", 1)[1] for l in lines if l.startswith("flags")).split())
+    flags = [f for f in CPU_FLAGS if f in present]
     with open("/proc/meminfo") as f:
       memory = int(next(l.split()[1] for l in f if l.startswith("MemTotal"))) / 1024 ** 2
   except (OSError, StopIteration):
     memory = None
-  return {"cpu": cpu, "cores": os.cpu_count(),
+  return {"cpu": cpu, "cpu_flags": flags, "cores": os.cpu_count(),
           "memory_gb": round(memory, 1) if memory else None,
           "system": platform.platform(), "python": platform.python_version()}
 
 
-def table(benchmarks, medians, peak, peers):
+def ratio_text(benchmark, ours_rounds, peer_rounds):
+  """How many times better ours is than a peer: the ratio of the medians, and
+  the range of the rounds' own ratios (each round runs every peer once).
+  When the rounds point both ways, the gap is inside the run-to-run spread:
+  "within noise", no winner."""
+  pairs = [(o, p) for o, p in zip(ours_rounds, peer_rounds) if o and p]
+  if not pairs:
+    return ""
+  ratio = benchmark.ours_better_by(statistics.median(o for o, _ in pairs),
+                                   statistics.median(p for _, p in pairs))
+  if len(pairs) == 1:
+    return "%.2fx" % ratio
+  each = [benchmark.ours_better_by(o, p) for o, p in pairs]
+  spread = "%.2f-%.2fx" % (min(each), max(each))
+  if min(each) < 1 < max(each):
+    return "within noise (%s)" % spread
+  return "%.2fx (%s)" % (ratio, spread)
+
+
+# Column titles of the README's summary.
+PEER_NAMES = {"original": "original", "hf": "Hugging Face", "keras_hub": "keras-hub",
+              "tf_models": "tf-models"}
+# The tokenizer each peer's column shows in the summary's tokenization row.
+PEER_TOKENIZERS = {"original": "original", "hf": "hf_fast", "keras_hub": "keras_hub",
+                   "tf_models": "tf_models"}
+
+
+def readme_summary(results):
+  """The README's benchmark table, from a run's results.json: the machine
+  once, then ours over each peer per row, with the spread over rounds."""
+  m = results["machine"]
+  peers = [p for p in PEER_NAMES if any(p in b["values"] for b in results["benchmarks"])]
+  lines = ["One `make bench` run on %s: %s, %d cores, %d round%s. Ours over each peer "
+           "(above 1: ours is faster), the range over rounds in brackets:" % (
+               results["date"], m["cpu"], m["cores"], results["rounds"],
+               "" if results["rounds"] == 1 else "s"), "",
+           "| row | " + " | ".join("vs " + PEER_NAMES[p] for p in peers) + " |",
+           "|---|" + "---:|" * len(peers)]
+  ours_tokens = results.get("tokenizers", {}).get("ours", {})
+  if ours_tokens:
+    cells = []
+    for p in peers:
+      theirs = results["tokenizers"].get(PEER_TOKENIZERS[p], {})
+      cells.append(" / ".join("%.1fx" % (ours_tokens[k] / theirs[k]) for k in
+                              ("english_1", "mixed_1") if k in theirs and k in ours_tokens))
+    lines.append("| Tokenization, one thread, English / mixed | %s |" % " | ".join(cells))
+  for b in results["benchmarks"]:
+    benchmark = Benchmark(b["key"], b["title"], b["unit"], b["higher_is_better"], [])
+    ours = b["values"].get("ours", [])
+    cells = [ratio_text(benchmark, ours, b["values"][p]) if p in b["values"] else ""
+             for p in peers]
+    lines.append("| %s | %s |" % (b["title"], " | ".join(cells)))
+  return "\n".join(lines)
+
+
+def table(benchmarks, medians, peak, peers, values=None):
   """The results as a Markdown table: medians, each model figure's share of
-  the matmul peak, and how many times better ours is than each peer."""
+  the matmul peak, and how many times better ours is than each peer (with
+  the spread over rounds when `values`, every round's figures, is given)."""
+  rounds = values
   others = [p for p in peers if p != "ours"]
   head = ["benchmark", "unit"] + list(peers) + ["ours vs " + p for p in others]
   lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
   for b in benchmarks:
-    values = medians.get(b.key, {})
     cells = [b.title, b.unit]
     for p in peers:
-      value = values.get(p)
+      value = medians.get(b.key, {}).get(p)
       if p not in b.peers:
         cells.append("n/a")
       elif value is None:
@@ -236,10 +312,13 @@ def table(benchmarks, medians, peak, peers):
           gflops = b.achieved_gflops(value)
           text += " (%.0f%%)" % (100 * gflops / peak)
         cells.append(text)
-    ours = values.get("ours")
+    ours = medians.get(b.key, {}).get("ours")
     for p in others:
-      value = values.get(p)
-      cells.append("%.2fx" % b.ours_better_by(ours, value) if ours and value else "")
+      value = medians.get(b.key, {}).get(p)
+      if rounds and p in rounds.get(b.key, {}):
+        cells.append(ratio_text(b, rounds[b.key].get("ours", []), rounds[b.key][p]))
+      else:
+        cells.append("%.2fx" % b.ours_better_by(ours, value) if ours and value else "")
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines)
 
@@ -311,7 +390,13 @@ def main():
   parser.add_argument("--only", default="",
                       help="Comma-separated benchmark keys (e.g. tokenize,train_tiny).")
   parser.add_argument("--output_dir", default=environments.OUTPUT_DIR)
+  parser.add_argument("--summary", default=None,
+                      help="Print the README's table of this results.json, and stop.")
   args = parser.parse_args()
+  if args.summary:
+    with open(args.summary, encoding="utf-8") as f:
+      print(readme_summary(json.load(f)))
+    return
   sizes = dict(QUICK if args.quick else FULL)
   rounds = args.rounds or sizes["rounds"]
   args.peers = [p for p in args.peers.split(",") if p]
@@ -366,12 +451,15 @@ def main():
         result = measure(peer) or {}
         for key, value in result.items():
           values[key][peer].append(value)
+        if benchmark.key not in result:  # Failed: a gap keeps the rounds aligned.
+          values[benchmark.key][peer].append(None)
         shown = ", ".join("%s %.4g" % kv for kv in result.items()) or "failed"
         print("[round %d/%d, %4.0f min] %-44s %-10s %s" % (
             round_index + 1, rounds, (time.time() - started) / 60, benchmark.title, peer,
             shown), flush=True)
 
-  medians = {k: {p: statistics.median(v) if v else None for p, v in per_peer.items()}
+  medians = {k: {p: statistics.median(x for x in v if x is not None)
+                 if any(x is not None for x in v) else None for p, v in per_peer.items()}
              for k, per_peer in values.items()}
   peak = max([m["all"] for k, m in medians.items() if k.startswith("matmul_")] or [None])
   shown_peers = [p for p in PEERS if p in args.peers]
@@ -379,7 +467,7 @@ def main():
   date = datetime.date.today().isoformat()
   title = "%s, %s (%d cores), %d round(s)%s" % (
       date, info["cpu"], info["cores"], rounds, ", --quick" if args.quick else "")
-  markdown = table(benchmarks, medians, peak, shown_peers)
+  markdown = table(benchmarks, medians, peak, shown_peers, values)
   notes = ["%s: %s" % kv for kv in sorted(runner.notes.items())]
   if peak:
     notes.insert(0, "float32 matmul peak: %.1f GFLOP/s (%s)" % (peak, ", ".join(
@@ -392,7 +480,8 @@ def main():
   print("\n" + report)
   common.write_text(os.path.join(args.output_dir, "results.md"), report)
   common.write_text(os.path.join(args.output_dir, "results.json"), json.dumps({
-      "date": date, "machine": info, "quick": args.quick, "rounds": rounds,
+      "date": date, "machine": info, "versions": versions(), "quick": args.quick,
+      "rounds": rounds,
       "sizes": sizes, "matmul_peak_gflops": peak, "notes": runner.notes,
       "tokenizers": tokenizers,
       "benchmarks": [{"key": b.key, "title": b.title, "unit": b.unit,

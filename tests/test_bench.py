@@ -44,6 +44,35 @@ def test_table_cells():
   assert rows[1] == ["Latency", "ms", "200 (50%)", "failed", "100 (100%)", "2.00x", ""]
 
 
+def test_ratios_carry_the_rounds_spread_and_a_split_verdict_is_noise():
+  step = run.Benchmark("s", "Step", "s", False, [])
+  # Rounds: ours 1.0 / 1.2 s against 2.0 / 2.1 s: each round 2.0x and 1.75x,
+  # medians 1.1 and 2.05 s: 1.86x.
+  assert run.ratio_text(step, [1.0, 1.2], [2.0, 2.1]) == "1.86x (1.75-2.00x)"
+  # One round ours wins by 1.1x, the other loses 0.8x: no winner.
+  assert run.ratio_text(step, [1.0, 1.25], [1.1, 1.0]) == "within noise (0.80-1.10x)"
+  # A failed round (None) is left out with its partner; one round left.
+  assert run.ratio_text(step, [1.0, None], [3.0, 2.0]) == "3.00x"
+  assert run.ratio_text(step, [None], [3.0]) == ""
+
+
+def test_readme_summary_from_a_results_file():
+  results = {"date": "2026-12-05", "rounds": 2,
+             "machine": {"cpu": "Some CPU", "cores": 2},
+             "tokenizers": {"ours": {"english_1": 40.0, "mixed_1": 30.0},
+                            "original": {"english_1": 1.0, "mixed_1": 2.0}},
+             "benchmarks": [
+                 {"key": "infer_32", "title": "Inference", "unit": "ex/s",
+                  "higher_is_better": True,
+                  "values": {"original": [10.0, 12.0], "ours": [20.0, 18.0]}}]}
+  lines = run.readme_summary(results).splitlines()
+  assert lines[0].startswith("One `make bench` run on 2026-12-05: Some CPU, 2 cores, 2 rounds.")
+  assert lines[2:] == ["| row | vs original |", "|---|---:|",
+                       "| Tokenization, one thread, English / mixed | 40.0x / 15.0x |",
+                       # Medians 19 / 11 = 1.73x; rounds 2.00x and 1.50x.
+                       "| Inference | 1.73x (1.50-2.00x) |"]
+
+
 def test_differing_lines_and_the_tokenizer_table(tmp_path):
   def save(name, rows):
     path = str(tmp_path / name)

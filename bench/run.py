@@ -164,7 +164,7 @@ def plan(runner, sizes, peers):
        runner.pretraining_data),
   ]
   data_memory = Benchmark("data_memory", "Pre-training data, peak memory", "MB", False,
-                          plans[1][0].peers)
+                          plans[0][0].peers)
 
   def timing(mode, size, batch, steps, key, per_example=False, warmup=None):
     def measure(peer):

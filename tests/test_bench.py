@@ -139,3 +139,16 @@ def test_bench_is_a_package_its_modules_import_one_another_through():
     edits = source.count("sys.path.insert") + source.count("sys.path.append")
     assert edits == (1 if path.endswith(os.sep + "common.py") else 0), path
     assert "absl" not in source, path  # One flags library: argparse.
+
+
+def test_the_plan_of_a_full_and_a_quick_run():
+  import types  # pylint: disable=g-import-not-at-top
+  runner = types.SimpleNamespace(pretraining_data=None, model=None)
+  for sizes in (run.FULL, run.QUICK):
+    plans, memory = run.plan(runner, sizes, list(run.PEERS))
+    assert [b.key for b, _ in plans] == (
+        ["data_seconds"] + ["train_" + s for s in sizes["train_sizes"]] +
+        ["classify", "squad", "infer_1", "infer_32"])
+    assert memory.peers == ["original", "tf_models", "ours"]
+  plans, memory = run.plan(runner, run.QUICK, ["hf", "ours"])
+  assert memory.peers == ["ours"] and plans[1][0].peers == ["hf", "ours"]

@@ -266,9 +266,12 @@ def readme_summary(results):
   once, then ours over each peer per row, with the spread over rounds."""
   m = results["machine"]
   peers = [p for p in PEER_NAMES if any(p in b["values"] for b in results["benchmarks"])]
-  lines = ["One `make bench` run on %s: %s, %d cores, %d round%s. Ours over each peer "
-           "(above 1: ours is faster), the range over rounds in brackets:" % (
-               results["date"], m["cpu"], m["cores"], results["rounds"],
+  flags = ", ".join(m.get("cpu_flags") or [])
+  lines = ["One `make bench%s` run on %s: %s%s, %d cores, %d round%s. How many times "
+           "better ours is than each peer (above 1: faster, or less memory), the range "
+           "over rounds in brackets:" % (
+               " --quick" if results.get("quick") else "", results["date"], m["cpu"],
+               " (%s)" % flags if flags else "", m["cores"], results["rounds"],
                "" if results["rounds"] == 1 else "s"), "",
            "| row | " + " | ".join("vs " + PEER_NAMES[p] for p in peers) + " |",
            "|---|" + "---:|" * len(peers)]

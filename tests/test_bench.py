@@ -67,6 +67,9 @@ def test_readme_summary_from_a_results_file():
                   "values": {"original": [10.0, 12.0], "ours": [20.0, 18.0]}}]}
   lines = run.readme_summary(results).splitlines()
   assert lines[0].startswith("One `make bench` run on 2026-12-05: Some CPU, 2 cores, 2 rounds.")
+  results.update(quick=True, machine={"cpu": "Some CPU", "cores": 2, "cpu_flags": ["avx2"]})
+  assert run.readme_summary(results).startswith(
+      "One `make bench --quick` run on 2026-12-05: Some CPU (avx2), 2 cores, 2 rounds.")
   assert lines[2:] == ["| row | vs original |", "|---|---:|",
                        "| Tokenization, one thread, English / mixed | 40.0x / 15.0x |",
                        # Medians 19 / 11 = 1.73x; rounds 2.00x and 1.50x.
@@ -152,3 +155,20 @@ def test_the_plan_of_a_full_and_a_quick_run():
     assert memory.peers == ["original", "tf_models", "ours"]
   plans, memory = run.plan(runner, run.QUICK, ["hf", "ours"])
   assert memory.peers == ["ours"] and plans[1][0].peers == ["hf", "ours"]
+
+
+def test_the_readmes_benchmark_table_is_the_published_run():
+  """README.md's benchmark summary is what `python -m bench.run --summary`
+  makes of docs/benchmarks/results.json, so its ratios cannot drift from
+  the run they come from."""
+  import json  # pylint: disable=g-import-not-at-top
+  from conftest import REPO_ROOT  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO_ROOT, "docs", "benchmarks", "results.json"),
+            encoding="utf-8") as f:
+    results = json.load(f)
+  with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+    readme = f.read()
+  start = readme.index("-->\n", readme.index("<!-- bench summary:")) + len("-->\n")
+  end = readme.index("<!-- end of bench summary -->")
+  assert readme[start:end].strip() == run.readme_summary(results)
+  assert len(results["benchmarks"]) >= 7 and results["rounds"] >= 2

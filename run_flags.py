@@ -45,6 +45,13 @@ flags.DEFINE_integer("gradient_accumulation_steps", 1,
                      "Split each batch into this many micro-batches (same update, "
                      "less memory).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw is the original's.")
+flags.DEFINE_float("weight_decay_rate", 0.01,
+                   "Decoupled weight decay (LayerNorm and bias variables excepted); "
+                   "0.01 is the original's, 0 Hugging Face Trainer's default.")
+flags.DEFINE_bool("adam_bias_correction", False,
+                  "adamw: divide Adam's moments by 1 - beta^t as PyTorch's AdamW and "
+                  "Hugging Face's Trainer do (the original does not: its first updates "
+                  "are about 3x larger). See docs/fine_tuning.md.")
 flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input shuffling.")
 flags.DEFINE_integer("num_cpu_devices", 1,
                      "Split the CPU into this many logical devices (to run "
@@ -256,7 +263,8 @@ def training_settings(flag_values, num_train_steps, num_warmup_steps):
       iterations_per_loop=flag_values.iterations_per_loop,
       keep_checkpoint_max=flag_values.keep_checkpoint_max,
       gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
-      use_xla=flag_values.use_xla)
+      use_xla=flag_values.use_xla, weight_decay_rate=flag_values.weight_decay_rate,
+      adam_bias_correction=flag_values.adam_bias_correction)
 
 
 def _value(flag_values, name, default):

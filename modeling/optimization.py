@@ -60,10 +60,11 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
   def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9,
                beta_2=0.999, epsilon=1e-6,
                exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
-               variable_names=None, name=None, **kwargs):
+               variable_names=None, bias_correction=False, name=None, **kwargs):
     super().__init__(learning_rate=learning_rate, name=name or type(self).__name__,
                      **kwargs)
     self.weight_decay_rate = weight_decay_rate
+    self.bias_correction = bias_correction
     self.beta_1 = beta_1
     self.beta_2 = beta_2
     self.epsilon = epsilon
@@ -165,12 +166,18 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
     config = super().get_config()
     config.update(weight_decay_rate=self.weight_decay_rate, beta_1=self.beta_1,
                   beta_2=self.beta_2, epsilon=self.epsilon,
-                  exclude_from_weight_decay=self.exclude_from_weight_decay)
+                  exclude_from_weight_decay=self.exclude_from_weight_decay,
+                  bias_correction=self.bias_correction)
     return config
 
 
 class AdamWeightDecay(_DecoupledDecayOptimizer):
   """The original's AdamWeightDecayOptimizer (no bias correction).
+
+  `bias_correction=True` (not the original's) divides the moments by
+  1 - beta^t as Adam's paper and PyTorch's AdamW do:
+  var -= lr * (m_hat / (sqrt(v_hat) + epsilon) + rate * var). Without it the
+  first updates are about 3x larger (sqrt(1 - beta_2) / (1 - beta_1)).
 
   On one device, clipping and the update of every variable run as one XLA
   computation (`_clip_and_update`): each variable's gradient, moments and
@@ -219,14 +226,29 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
       m, v = self._m[index], self._v[index]
       next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
       next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
-      update = next_m / (tf.sqrt(next_v) + self.epsilon)
+      update = self._adam_update(next_m, next_v)
       if self._decays[index]:
         update += self.weight_decay_rate * variable
       m.assign(next_m)
       v.assign(next_v)
       variable.assign(variable - learning_rate * update)
 
+  def _adam_update(self, m, v):
+    if not self.bias_correction:
+      return m / (tf.sqrt(v) + self.epsilon)
+    step = tf.cast(self.iterations + 1, m.dtype)
+    m_hat = m / (1.0 - tf.pow(tf.cast(self.beta_1, m.dtype), step))
+    v_hat = v / (1.0 - tf.pow(tf.cast(self.beta_2, m.dtype), step))
+    return m_hat / (tf.sqrt(v_hat) + self.epsilon)
+
   def update_step(self, gradient, variable, learning_rate):
+    if self.bias_correction:
+      gradient = tf.cast(gradient, variable.dtype)
+      update = self._adam_update(*self._moments(gradient, variable))
+      if self._do_use_weight_decay(variable):
+        update += self.weight_decay_rate * variable
+      self.assign_sub(variable, tf.cast(learning_rate, variable.dtype) * update)
+      return
     # Two fused kernels instead of a dozen element-wise passes: decay with the
     # old value first (var -= lr * rate * var), then TensorFlow's Adam kernel,
     # which with beta powers of 0 applies no bias correction:
@@ -274,12 +296,14 @@ def clip_scale(squared_norms, clip_norm):
 
 
 def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",
-                     variable_names=None):
-  """The original's training optimizer (or LAMB), with global-norm clipping 1.0."""
+                     variable_names=None, weight_decay_rate=0.01, adam_bias_correction=False):
+  """The original's training optimizer (or LAMB), with global-norm clipping 1.0.
+  `adam_bias_correction` applies to adamw (LAMB always corrects)."""
   schedule = WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps)
+  extra = {"bias_correction": adam_bias_correction} if optimizer == "adamw" else {}
   cls = {"adamw": AdamWeightDecay, "lamb": Lamb}[optimizer]
-  return cls(learning_rate=schedule, global_clipnorm=1.0,
-             variable_names=variable_names)
+  return cls(learning_rate=schedule, global_clipnorm=1.0, variable_names=variable_names,
+             weight_decay_rate=weight_decay_rate, **extra)
 
 
 class GradientAccumulator(object):

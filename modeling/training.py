@@ -172,6 +172,8 @@ class TrainingSettings(object):
   keep_checkpoint_max: int = 5
   gradient_accumulation_steps: int = 1
   use_xla: bool = False
+  weight_decay_rate: float = 0.01
+  adam_bias_correction: bool = False
 
 
 def fine_tuning_steps(num_examples, train_batch_size, num_train_epochs, warmup_proportion):
@@ -186,7 +188,8 @@ def create_optimizer(settings):
   Call under the strategy's scope."""
   optimizer = optimization.create_optimizer(
       settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps,
-      optimizer=settings.optimizer)
+      optimizer=settings.optimizer, weight_decay_rate=settings.weight_decay_rate,
+      adam_bias_correction=settings.adam_bias_correction)
   if settings.mixed_precision == "mixed_float16":
     optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
   return optimizer

@@ -112,3 +112,62 @@ def test_lamb_trust_ratio_step():
   # trust ratio = ||w|| / ||update|| = 5 / sqrt(2).
   step = 0.1 * (5.0 / np.sqrt(2.0)) * np.array([1.0, -1.0])
   np.testing.assert_allclose(variable.numpy(), np.array([3.0, 4.0]) - step, atol=1e-5)
+
+
+def _torch_adamw(params, grads_by_step, lr, weight_decay, decays, eps=1e-6, b1=0.9, b2=0.999):
+  """PyTorch's AdamW step written out in NumPy: decoupled decay, then the
+  bias-corrected Adam step."""
+  params = [p.astype(np.float64) for p in params]
+  m = [np.zeros_like(p) for p in params]
+  v = [np.zeros_like(p) for p in params]
+  for t, grads in enumerate(grads_by_step, start=1):
+    for i, g in enumerate(grads):
+      if decays[i]:
+        params[i] = params[i] * (1 - lr * weight_decay)
+      m[i] = b1 * m[i] + (1 - b1) * g
+      v[i] = b2 * v[i] + (1 - b2) * g * g
+      denom = np.sqrt(v[i]) / np.sqrt(1 - b2 ** t) + eps
+      params[i] = params[i] - lr / (1 - b1 ** t) * m[i] / denom
+  return params
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_adam_bias_correction_is_pytorch_adamw(fused, monkeypatch):
+  rng = np.random.RandomState(5)
+  start = [rng.randn(3, 2).astype(np.float32), rng.randn(2).astype(np.float32)]
+  steps = [[rng.randn(3, 2).astype(np.float32) * 0.1, rng.randn(2).astype(np.float32) * 0.1]
+           for _ in range(4)]
+  kernel = keras.Variable(start[0], name="kernel")
+  bias = keras.Variable(start[1], name="bias")
+  optimizer = optimization.AdamWeightDecay(learning_rate=0.01, weight_decay_rate=0.1,
+                                           bias_correction=True)
+  if not fused:
+    monkeypatch.setattr(optimization.AdamWeightDecay, "_fused", lambda self: False)
+  for grads in steps:
+    optimizer.apply_gradients([(tf.constant(grads[0]), kernel), (tf.constant(grads[1]), bias)])
+  want = _torch_adamw(start, steps, 0.01, 0.1, decays=[True, False])
+  np.testing.assert_allclose(kernel.numpy(), want[0], rtol=0, atol=1e-6)
+  np.testing.assert_allclose(bias.numpy(), want[1], rtol=0, atol=1e-6)
+  # The first update of a bias-corrected Adam moves each weight by about lr.
+  assert np.abs(bias.numpy() - start[1]).max() < 4 * 0.01 + 1e-6
+
+
+def test_original_adam_first_step_is_larger_than_corrected():
+  # Without correction, m / sqrt(v) after one step is (1 - b1) / sqrt(1 - b2)
+  # = 3.16 (times the gradient's sign): the original's first update.
+  for corrected, factor in ((False, 0.1 / np.sqrt(0.001)), (True, 1.0)):
+    variable = keras.Variable(np.zeros(2, np.float32), name="bias")
+    optimizer = optimization.AdamWeightDecay(learning_rate=0.01, bias_correction=corrected)
+    optimizer.apply_gradients([(tf.constant([0.5, -2.0]), variable)])
+    np.testing.assert_allclose(variable.numpy(), [-0.01 * factor, 0.01 * factor], rtol=1e-4)
+
+
+def test_training_settings_reach_the_optimizer():
+  from modeling import training  # pylint: disable=g-import-not-at-top
+  settings = training.TrainingSettings(output_dir="unused", num_train_steps=10,
+                                       train_batch_size=2, weight_decay_rate=0.0,
+                                       adam_bias_correction=True)
+  optimizer = training.create_optimizer(settings)
+  assert optimizer.bias_correction and optimizer.weight_decay_rate == 0.0
+  default = training.create_optimizer(training.TrainingSettings("unused", 10, 2))
+  assert not default.bias_correction and default.weight_decay_rate == 0.01

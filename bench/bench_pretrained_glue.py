@@ -34,8 +34,10 @@ by its first piece. Both are scored by the CoNLL scorer's counts
 (tasks/ner/metrics.py): entity F1 on the full dev and test sets; training
 on the first --conll_train_sentences of the 14,041 sentences.
 
-Every finished run is kept in bench/output/pretrained_glue/ (one JSON file
-per task, peer and seed) and is not run again: an interrupted benchmark
+--ours_flags adds flags to our runs (the opt-in optimizer of Hugging Face's
+Trainer, say); those runs are kept apart and set against the same Hugging
+Face runs. Every finished run is kept in bench/output/pretrained_glue/ (one
+JSON file per task, peer and seed) and is not run again: an interrupted benchmark
 resumes, and more seeds can be added later. Peers take turns (the order
 flips with each seed). Prints per task each side's mean ± standard
 deviation, every seed's value, and the median whole-command seconds (and
@@ -289,7 +291,7 @@ def command(args, peer, task_name, seed, data_dir, output_dir, checkpoint_dir, m
             "--learning_rate=%g" % args.learning_rate, "--num_train_epochs=%d" % EPOCHS,
             "--warmup_proportion=%g" % WARMUP, "--seed=%d" % seed,
             "--xla_cache_dir=" + os.path.join(OUTPUT, "pretrained_glue", "xla_cache"),
-            "--output_dir=" + output_dir]
+            "--output_dir=" + output_dir] + args.ours_flags.split()
   return [environments.python_of("hf"), "-m", "bench.bench_pretrained_glue",
           "--worker=" + ("ner" if task_name == NER else "glue"), "--task=" + task_name, "--seed=%d" % seed, "--data_dir=" + data_dir,
           "--output_dir=" + output_dir, "--model_dir=" + model_dir,
@@ -423,6 +425,10 @@ def main():
                       help="Cut every task's training rows (a quick check of the set-up).")
   parser.add_argument("--glue_dir", default=os.path.join(common.SHARED_DATA, "glue"))
   parser.add_argument("--output_dir", default=os.path.join(OUTPUT, "pretrained_glue"))
+  parser.add_argument("--ours_flags", default="",
+                      help="More flags for our scripts, e.g. \"--adam_bias_correction "
+                      "--weight_decay_rate=0\" (Hugging Face Trainer's optimizer): our runs "
+                      "with them are kept apart and compared with the same Hugging Face runs.")
   parser.add_argument("--worker", choices=["glue", "ner"])
   parser.add_argument("--task")
   parser.add_argument("--seed", type=int)
@@ -456,16 +462,23 @@ def main():
       train_rows[task_name] = ner_data(args.conll_dir, data_dir, rows)
     else:
       train_rows[task_name] = task_data(task_name, args.glue_dir, data_dir, rows)
+    # Our runs with --ours_flags are kept beside the others, under their flags.
+    variant = "".join(c if c.isalnum() or c in "=.-_" else "+"
+                      for c in args.ours_flags.replace("--", "").strip())
     runs = {peer: {} for peer in args.peers.split(",")}
     for n, seed in enumerate(int(s) for s in args.seeds.split(",")):
       order = list(runs) if n % 2 == 0 else list(runs)[::-1]
       for peer in order:
-        runs[peer][seed] = run_one(args, peer, task_name, seed, data_dir, run_dir,
+        records = os.path.join(run_dir, variant) if peer == "ours" and variant else run_dir
+        runs[peer][seed] = run_one(args, peer, task_name, seed, data_dir, records,
                                    checkpoint_dir, model_dir)
     results[task_name] = summary(task_name, runs)
   text = report(results, train_rows, args.learning_rate)
+  if args.ours_flags:
+    text = "Ours with %s.\n%s" % (args.ours_flags, text)
   print("\n" + text)
-  name = os.path.join(os.path.dirname(args.output_dir), "pretrained_glue")
+  name = os.path.join(os.path.dirname(args.output_dir), "pretrained_glue" + (
+      "-" + variant if variant else ""))
   common.write_text(name + ".json", json.dumps(
       {"learning_rate": args.learning_rate, "train_rows": train_rows, "results": results},
       indent=2) + "\n")

@@ -49,6 +49,7 @@ bench/output/pretrained_glue.{json,md}.
 
 import argparse
 import csv
+import datetime
 import json
 import os
 import resource
@@ -324,6 +325,8 @@ def run_one(args, peer, task_name, seed, data_dir, run_dir, checkpoint_dir, mode
   if os.path.exists(record):
     with open(record) as f:
       return json.load(f)
+  if args.report_only:
+    return None
   output_dir = os.path.join(run_dir, "work", "%s-seed%d" % (peer, seed))
   shutil.rmtree(output_dir, ignore_errors=True)
   os.makedirs(output_dir)
@@ -338,7 +341,10 @@ def run_one(args, peer, task_name, seed, data_dir, run_dir, checkpoint_dir, mode
     metrics = hf_ner_metrics(data_dir, output_dir)
   else:
     metrics = hf_metrics(task_name, output_dir)
+  cpu = common.machine()
   result = {"metrics": {k: metrics[k] for k in METRICS[task_name]}, "seconds": outcome[0],
+            "cpu": "%s (%s)" % (cpu["cpu"], ", ".join(cpu["cpu_flags"])),
+            "date": datetime.date.today().isoformat(),
             "cpu_seconds": outcome[1], "host_stolen_seconds": outcome[2],
             "other_cpu_seconds": outcome[3]}
   common.write_text(record, json.dumps(result, indent=2) + "\n")
@@ -369,6 +375,8 @@ def summary(task_name, runs):
     quiet = [r for r in kept if is_quiet(r)]
     timed_runs = quiet or kept
     out[peer] = {"seeds": sorted(s for s, r in by_seed.items() if r),
+                 "cpus": sorted({r.get("cpu", "not recorded") for r in kept}),
+                 "dates": sorted({r["date"] for r in kept if "date" in r}),
                  "seconds": [r["seconds"] for r in timed_runs],
                  "cpu_seconds": [r["cpu_seconds"] for r in timed_runs],
                  "quiet_runs": len(quiet)}
@@ -412,6 +420,50 @@ def report(results, train_rows, learning_rate):
               "\n".join(lines)))
 
 
+# The README's names for the tasks' metrics.
+METRIC_NAMES = {"eval_accuracy": "accuracy", "eval_f1": "F1", "eval_spearman": "Spearman",
+                "eval_pearson": "Pearson", "eval_mcc": "Matthews corr.",
+                "test_f1": "test F1"}
+
+
+def readme_summary(report_json):
+  """The README's table of expected results, from a run's
+  pretrained_glue.json: per task, each side's mean ± sd, the seeds, and the
+  whole-command time ratio."""
+  results = report_json["results"]
+  m = report_json["machine"]
+  cpus = sorted({c for r in results.values() for p in r.values() for c in p.get("cpus", [])})
+  lines = ["All-MiniLM-L6-v2 fine-tuned by ours and by Hugging Face's Trainer, the same "
+           "recipe (learning rate %g, batch %d, %d epochs, 10%% warm-up), dev set, mean ± sd "
+           "over seeds; runs on %s, %d cores (`python -m bench.bench_pretrained_glue`, "
+           "published in [docs/benchmarks/](docs/benchmarks/pretrained_glue.md)):" % (
+               report_json["learning_rate"], BATCH, EPOCHS, " / ".join(cpus) or m["cpu"],
+               m["cores"]), "",
+           "| task (training rows) | metric | ours | Hugging Face | seeds | time, HF / ours |",
+           "|---|---|---|---|---|---|"]
+
+  def cell(values):
+    if not values:
+      return "-"
+    sd = statistics.stdev(values) if len(values) > 1 else None
+    return "%.1f" % (100 * statistics.mean(values)) + (
+        " ± %.1f" % (100 * sd) if sd is not None else "")
+
+  for task_name, by_peer in results.items():
+    ours, hf = by_peer.get("ours", {}), by_peer.get("hf", {})
+    metrics = METRICS[task_name]
+    ratio = ""
+    if ours.get("seconds") and hf.get("seconds"):
+      ratio = "%.2fx" % (statistics.median(hf["seconds"]) / statistics.median(ours["seconds"]))
+    lines.append("| %s (%d) | %s | %s | %s | %s | %s |" % (
+        task_name, report_json["train_rows"][task_name],
+        " / ".join(METRIC_NAMES[k] for k in metrics),
+        " / ".join(cell(ours.get(k, [])) for k in metrics),
+        " / ".join(cell(hf.get(k, [])) for k in metrics),
+        "%d / %d" % (len(ours.get("seeds", [])), len(hf.get("seeds", []))), ratio))
+  return "\n".join(lines)
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--tasks", default=",".join(ALL_TASKS))
@@ -429,12 +481,20 @@ def main():
                       help="More flags for our scripts, e.g. \"--adam_bias_correction "
                       "--weight_decay_rate=0\" (Hugging Face Trainer's optimizer): our runs "
                       "with them are kept apart and compared with the same Hugging Face runs.")
+  parser.add_argument("--report_only", action="store_true",
+                      help="Report the kept runs; run none.")
+  parser.add_argument("--summary", default=None,
+                      help="Print the README's table from this pretrained_glue.json, and stop.")
   parser.add_argument("--worker", choices=["glue", "ner"])
   parser.add_argument("--task")
   parser.add_argument("--seed", type=int)
   parser.add_argument("--data_dir")
   parser.add_argument("--model_dir")
   args = parser.parse_args()
+  if args.summary:
+    with open(args.summary, encoding="utf-8") as f:
+      print(readme_summary(json.load(f)))
+    return
   if args.worker:
     return (worker_hf_ner if args.worker == "ner" else worker_hf)(args)
   model_dir = pretrained.hf_directory()
@@ -480,8 +540,9 @@ def main():
   name = os.path.join(os.path.dirname(args.output_dir), "pretrained_glue" + (
       "-" + variant if variant else ""))
   common.write_text(name + ".json", json.dumps(
-      {"learning_rate": args.learning_rate, "train_rows": train_rows, "results": results},
-      indent=2) + "\n")
+      {"learning_rate": args.learning_rate, "train_rows": train_rows, "results": results,
+       "ours_flags": args.ours_flags, "machine": common.machine(),
+       "date": datetime.date.today().isoformat()}, indent=2) + "\n")
   common.write_text(name + ".md", text)
 
 

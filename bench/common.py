@@ -4,6 +4,7 @@ import argparse
 import glob
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -280,3 +281,26 @@ def save_png(figure, path, dpi):
   from plumbing import files  # pylint: disable=g-import-not-at-top
   with files.atomic_output(path, "wb") as f:
     figure.savefig(f, format="png", dpi=dpi)
+
+
+# The CPU features that decide which kernels the frameworks run.
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def machine():
+  """The machine a run measures: CPU model and its kernel-deciding flags,
+  cores, memory, system, Python."""
+  cpu, flags = platform.processor(), []
+  try:
+    with open("/proc/cpuinfo") as f:
+      lines = f.read().splitlines()
+    cpu = next(l.split(":", 1)[1].strip() for l in lines if l.startswith("model name"))
+    present = set(next(l.split(":", 1)[1] for l in lines if l.startswith("flags")).split())
+    flags = [f for f in CPU_FLAGS if f in present]
+    with open("/proc/meminfo") as f:
+      memory = int(next(l.split()[1] for l in f if l.startswith("MemTotal"))) / 1024 ** 2
+  except (OSError, StopIteration):
+    memory = None
+  return {"cpu": cpu, "cpu_flags": flags, "cores": os.cpu_count(),
+          "memory_gb": round(memory, 1) if memory else None,
+          "system": platform.platform(), "python": platform.python_version()}

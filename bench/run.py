@@ -15,7 +15,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -200,10 +199,6 @@ def plan(runner, sizes, peers):
   return plans, data_memory
 
 
-# The CPU features that decide which kernels the frameworks run.
-CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile")
-
-
 def versions():
   """Package versions of ours (this environment) and each peer's pins."""
   from importlib import metadata  # pylint: disable=g-import-not-at-top
@@ -215,23 +210,6 @@ def versions():
       pass
   peers = {p: spec["packages"] + spec["no_deps"] for p, spec in environments.PEERS.items()}
   return dict(peers, ours=["%s==%s" % kv for kv in sorted(ours.items())])
-
-
-def machine():
-  cpu, flags = platform.processor(), []
-  try:
-    with open("/proc/cpuinfo") as f:
-      lines = f.read().splitlines()
-    cpu = next(l.split(":", 1)[1].strip() for l in lines if l.startswith("model name"))
-    present = set(next(l.split(":", 1)[1] for l in lines if l.startswith("flags")).split())
-    flags = [f for f in CPU_FLAGS if f in present]
-    with open("/proc/meminfo") as f:
-      memory = int(next(l.split()[1] for l in f if l.startswith("MemTotal"))) / 1024 ** 2
-  except (OSError, StopIteration):
-    memory = None
-  return {"cpu": cpu, "cpu_flags": flags, "cores": os.cpu_count(),
-          "memory_gb": round(memory, 1) if memory else None,
-          "system": platform.platform(), "python": platform.python_version()}
 
 
 def ratio_text(benchmark, ours_rounds, peer_rounds):
@@ -466,7 +444,7 @@ def main():
              for k, per_peer in values.items()}
   peak = max([m["all"] for k, m in medians.items() if k.startswith("matmul_")] or [None])
   shown_peers = [p for p in PEERS if p in args.peers]
-  info = machine()
+  info = common.machine()
   date = datetime.date.today().isoformat()
   title = "%s, %s (%d cores), %d round(s)%s" % (
       date, info["cpu"], info["cores"], rounds, ", --quick" if args.quick else "")

@@ -43,12 +43,13 @@ $(STAMP): $(REQUIREMENTS)
 install: $(STAMP)
 
 # -rs lists every skipped test and why (a fresh clone without ../shared
-# skips the tests on its real data; CI, which has it, fails them instead).
+# skips the tests on its real data; CI, which has it, fails them instead);
+# --durations=10 names the ten slowest, to keep CI's suite short.
 # The tests of one file run in one worker process (--dist loadfile): a
 # file's tests may share its fixtures and the paths its docs name.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -rs --durations=10 -n $(TEST_WORKERS) --dist loadfile tests
 
 $(DEMO_DIR)/corpus.txt: | $(STAMP)
 	mkdir -p $(DEMO_DIR)

@@ -299,10 +299,11 @@ def command(args, peer, task_name, seed, data_dir, output_dir, checkpoint_dir, m
           "--learning_rate=%g" % args.learning_rate]
 
 
-def timed(cmd, label):
-  """Runs `cmd`; (wall seconds, its CPU seconds, CPU seconds the host took
-  meanwhile, CPU seconds other work on this machine took meanwhile), or
-  None after printing why it failed."""
+def timed(cmd, label, log_path):
+  """Runs `cmd`, its standard error kept in `log_path` (absl's lines carry
+  times: where a run's time went); (wall seconds, its CPU seconds, CPU
+  seconds the host took meanwhile, CPU seconds other work on this machine
+  took meanwhile), or None after printing why it failed."""
   before = resource.getrusage(resource.RUSAGE_CHILDREN)
   stolen, busy = common.host_stolen_seconds(), common.busy_cpu_seconds()
   start = time.perf_counter()
@@ -310,6 +311,7 @@ def timed(cmd, label):
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   seconds = time.perf_counter() - start
   after = resource.getrusage(resource.RUSAGE_CHILDREN)
+  common.write_text(log_path, result.stderr)
   if result.returncode:
     sys.stderr.write("%s failed:\n%s\n" % (label, result.stderr[-3000:]))
     return None
@@ -332,7 +334,7 @@ def run_one(args, peer, task_name, seed, data_dir, run_dir, checkpoint_dir, mode
   os.makedirs(output_dir)
   label = "%s %s seed %d" % (task_name, peer, seed)
   outcome = timed(command(args, peer, task_name, seed, data_dir, output_dir, checkpoint_dir,
-                          model_dir), label)
+                          model_dir), label, record[:-len(".json")] + ".log")
   if outcome is None:
     return None
   if peer == "ours":

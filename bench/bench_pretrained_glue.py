@@ -300,7 +300,7 @@ def command(args, peer, task_name, seed, data_dir, output_dir, checkpoint_dir, m
 
 
 def timed(cmd, label, log_path):
-  """Runs `cmd`, its standard error kept in `log_path` (absl's lines carry
+  """Runs `cmd`, its standard error kept in `log_path` (our log lines carry
   times: where a run's time went); (wall seconds, its CPU seconds, CPU
   seconds the host took meanwhile, CPU seconds other work on this machine
   took meanwhile), or None after printing why it failed."""

@@ -212,8 +212,8 @@ def host_stolen_seconds(stat_path="/proc/stat"):
   all CPUs (the `steal` column of /proc/stat); None where there is none.
 
   Read before and after a timed run: on a shared virtual machine it tells a
-  round the host slowed from a slow program. Here, rounds of the same
-  serving worker ran 2-3x slower while the host took tens of seconds.
+  round the host slowed from a slow program: rounds of the same worker
+  slow down while the host takes CPU time.
   """
   try:
     with open(stat_path) as f:

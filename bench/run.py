@@ -32,7 +32,7 @@ PEERS = ("original", "hf", "keras_hub", "tf_models", "ours")
 WORKER_TIMEOUT = 3600
 
 # What each benchmark compares, and its sizes in a full and a --quick run.
-# A fine-tuning step at BERT-Base takes about 30 s on 2 cores (batch 32, or
+# A fine-tuning step at BERT-Base is the slowest thing timed (batch 32, or
 # batch 8 at sequence 384): those rows time fewer steps after one warm-up.
 FULL = {"tokenize_mb": 4.0, "data_mb": 3.0,
         "train_sizes": ("tiny", "mini", "small", "base"), "finetune_size": "base",

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from bench import bench_pretrained_glue
 from bench import bench_tokenizer
 from bench import run
 
@@ -74,6 +75,43 @@ def test_readme_summary_from_a_results_file():
                        "| Tokenization, one thread, English / mixed | 40.0x / 15.0x |",
                        # Medians 19 / 11 = 1.73x; rounds 2.00x and 1.50x.
                        "| Inference | 1.73x (1.50-2.00x) |"]
+
+
+def test_pretrained_summary_from_a_report():
+  report = {"learning_rate": 5e-5, "train_rows": {"MRPC": 3667, "CoLA": 8551},
+            "machine": {"cpu": "Some CPU", "cores": 2},
+            "results": {
+                "MRPC": {"ours": {"seeds": [1, 2], "cpus": ["Some CPU (avx2)"],
+                                  "eval_accuracy": [0.78, 0.80], "eval_f1": [0.85, 0.86],
+                                  "seconds": [300.0, 340.0]},
+                         "hf": {"seeds": [1], "cpus": ["Some CPU (avx2)"],
+                                "eval_accuracy": [0.767], "eval_f1": [0.845],
+                                "seconds": [480.0]}},
+                "CoLA": {"ours": {"seeds": [1], "eval_mcc": [0.3], "seconds": [100.0]}}}}
+  lines = bench_pretrained_glue.readme_summary(report).splitlines()
+  assert "learning rate 5e-05" in lines[0] and "runs on Some CPU (avx2), 2 cores" in lines[0]
+  # 78 and 80: mean 79.0, sd 1.41; one Hugging Face seed has no sd; times
+  # median 320 against 480 s.
+  assert lines[4] == ("| MRPC (3667) | accuracy / F1 | 79.0 ± 1.4 / 85.5 ± 0.7 | "
+                      "76.7 / 84.5 | 2 / 1 | 1.50x |")
+  assert lines[5] == "| CoLA (8551) | Matthews corr. | 30.0 | - | 1 / 0 |  |"
+
+
+def test_the_readmes_expected_results_are_the_published_run():
+  """README.md's table of fine-tuning results from a real pretrained model
+  is what `python -m bench.bench_pretrained_glue --summary` makes of
+  docs/benchmarks/pretrained_glue.json."""
+  import json  # pylint: disable=g-import-not-at-top
+  from conftest import REPO_ROOT  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO_ROOT, "docs", "benchmarks", "pretrained_glue.json"),
+            encoding="utf-8") as f:
+    report = json.load(f)
+  with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+    readme = f.read()
+  start = readme.index("-->\n", readme.index("<!-- pretrained summary:")) + len("-->\n")
+  end = readme.index("<!-- end of pretrained summary -->")
+  assert readme[start:end].strip() == bench_pretrained_glue.readme_summary(report)
+  assert {"MRPC", "CoNLL-2003"} <= set(report["results"])
 
 
 def test_differing_lines_and_the_tokenizer_table(tmp_path):

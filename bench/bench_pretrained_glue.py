@@ -415,11 +415,15 @@ def report(results, train_rows, learning_rate):
           mean_sd(ours.get(metric, [])), mean_sd(hf.get(metric, [])),
           " / ".join("%.1f" % (100 * v) for v in ours.get(metric, [])),
           " / ".join("%.1f" % (100 * v) for v in hf.get(metric, [])), timing, ratio))
+  cpus = sorted({c for r in results.values() for p in r.values() for c in p.get("cpus", [])})
+  dates = sorted({d for r in results.values() for p in r.values() for d in p.get("dates", [])})
   return ("Fine-tuning all-MiniLM-L6-v2, batch %d, %d epochs, length %d, learning rate %g, "
-          "10%% warm-up; dev set; seeds %s.\n\n%s\n" % (
+          "10%% warm-up; dev set; seeds %s. Runs on %s%s.\n\n%s\n" % (
               BATCH, EPOCHS, SEQ, learning_rate, ", ".join(sorted({
                   str(s) for r in results.values() for p in r.values() for s in p["seeds"]})),
-              "\n".join(lines)))
+              " / ".join(cpus) or "an unrecorded CPU",
+              ", %s to %s" % (dates[0], dates[-1]) if len(dates) > 1 else
+              ", %s" % dates[0] if dates else "", "\n".join(lines)))
 
 
 # The README's names for the tasks' metrics.

@@ -66,6 +66,12 @@ flags.DEFINE_bool("pad_to_max_seq_length", None,
                   "Default: True on TPUs (--use_tpu or --distribution_strategy=tpu; "
                   "they want static shapes) and in run_squad.py (its span head scores "
                   "padding positions too, as the original's), else False.")
+flags.DEFINE_integer("train_shuffle_buffer", 100,
+                     "Fine-tuning: shuffle the training records in a buffer of this many "
+                     "(100, the original's: on a file in a meaningful order, such as CoNLL's "
+                     "documents or CoLA's sources, batches then come from a few neighbouring "
+                     "stretches); 0: a new order of the whole file each epoch, as Hugging "
+                     "Face's Trainer shuffles.")
 flags.DEFINE_bool("group_by_length", False,
                   "Fine-tuning: make each training batch from examples of about the same "
                   "length (as Hugging Face's group_by_length), so that batches carry "
@@ -283,6 +289,7 @@ def driver_settings(flag_values, pad_by_default=False):
       eval_batch_size=_value(f, "eval_batch_size", 8),
       predict_batch_size=_value(f, "predict_batch_size", 8),
       trim_to_multiple=trim_to_multiple(f, pad_by_default), group_by_length=f.group_by_length,
+      train_shuffle_buffer=f.train_shuffle_buffer,
       eval_every_steps=_value(f, "eval_every_steps", 0),
       early_stopping_patience=_value(f, "early_stopping_patience", 0))
 

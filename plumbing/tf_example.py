@@ -230,15 +230,21 @@ def without_autograph(function):
 def read_records(input_files, spec, is_training=False, seed=0, input_context=None,
                  shuffle_buffer=100):
   """Decoded feature dicts of record files, in order; with `is_training`
-  repeated and shuffled in a buffer of 100 as the original read them, but
-  seeded, so that a resumed run sees the same batches. `input_context` (from
+  repeated and shuffled in a buffer of `shuffle_buffer` (100: as the
+  original read them; 0: each pass a new order of all records, as Hugging
+  Face's Trainer shuffles), seeded, so that a resumed run sees the same
+  batches. `input_context` (from
   tf.distribute) gives each input pipeline every n-th record."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tfrecord.note_read([input_files] if isinstance(input_files, (str, bytes)) else input_files)
   d = tf.data.TFRecordDataset(input_files)
   if input_context is not None and input_context.num_input_pipelines > 1:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-  if is_training:
+  if is_training and not shuffle_buffer:
+    paths = [input_files] if isinstance(input_files, (str, bytes)) else input_files
+    count = sum(tfrecord.records_in(p) for p in paths)
+    d = d.shuffle(buffer_size=max(count, 1), seed=seed, reshuffle_each_iteration=True).repeat()
+  elif is_training:
     d = d.repeat().shuffle(buffer_size=shuffle_buffer, seed=seed)
   return d.map(without_autograph(spec.decode), num_parallel_calls=tf.data.AUTOTUNE,
                deterministic=True)

@@ -56,6 +56,7 @@ class Settings(object):
   predict_batch_size: int = 8
   trim_to_multiple: Optional[int] = None
   group_by_length: bool = False
+  train_shuffle_buffer: int = 100
   eval_every_steps: int = 0
   early_stopping_patience: int = 0
 
@@ -97,7 +98,8 @@ class Task(object):
     back into results needs besides the examples (None: nothing)."""
     raise NotImplementedError
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None):
+  def read_records(self, path, is_training=False, seed=0, input_context=None,
+                   shuffle_buffer=100):
     raise NotImplementedError
 
   def training_counts(self, examples, written):
@@ -180,7 +182,8 @@ class _Run(object):
 
     def dataset_fn(per_replica_batch, input_context):
       records = task.read_records(path, is_training=True, seed=s.seed,
-                                  input_context=input_context)
+                                  input_context=input_context,
+                                  shuffle_buffer=s.train_shuffle_buffer)
       return tf_example.batched(records, per_replica_batch, drop_remainder=True,
                                 trim_to_multiple=s.trim_to_multiple,
                                 group_by_length=s.group_by_length)

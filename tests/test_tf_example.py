@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from data_prep.pretraining import records as pretraining_records
+from plumbing import tf_example
 from tasks import swag
 from tasks.classification import features as classifier_features
 from tasks.squad import features as squad_features
@@ -114,3 +115,34 @@ def test_the_compiled_encoder_starts_past_compile_after_rows(monkeypatch):
   written = [spec.encode(rows) for _ in range(3)]
   assert calls == [3]  # Rows 1-3 and 4-6 by NumPy, 7-9 compiled.
   assert written[0] == written[1] == written[2]
+
+
+def _numbered_records(path, count):
+  """`count` classifier records whose label_ids are 0, 1, ... in file order."""
+  spec = classifier_features.example_spec(4)
+  with tf.io.TFRecordWriter(path) as writer:
+    for n in range(count):
+      row = {f.name: np.zeros(f.shape, np.int64) for f in spec.features}
+      row["label_ids"] = np.array([n])
+      writer.write(_protobuf(spec, row).SerializeToString())
+  return spec
+
+
+@pytest.mark.parametrize("buffer", [100, 0])
+def test_training_shuffle_buffer(tmp_path, buffer):
+  """The original's buffer of 100 can only hand out, as the k-th record,
+  one of the first 100 + k; 0 shuffles the whole file, each pass anew."""
+  from plumbing import tfrecord  # pylint: disable=g-import-not-at-top
+  path = str(tmp_path / "train.tf_record")
+  spec = _numbered_records(path, 1000)
+  assert tfrecord.records_in(path) == 1000
+  order = [int(r["label_ids"]) for r in tf_example.read_records(
+      path, spec, is_training=True, seed=3, shuffle_buffer=buffer).take(2000)]
+  assert len(order) == 2000
+  if buffer:
+    assert all(n < 100 + k for k, n in enumerate(order))
+  else:
+    assert sum(n >= 500 for n in order[:100]) > 30  # About half of them.
+    # Each pass is a permutation, and the second differs from the first.
+    assert sorted(order[:1000]) == sorted(order[1000:]) == list(range(1000))
+    assert order[:1000] != order[1000:]

@@ -258,9 +258,9 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
 
 
 def read_records(input_file, seq_length, is_regression=False, is_training=False, seed=0,
-                 input_context=None, windows=None):
+                 input_context=None, windows=None, shuffle_buffer=100):
   """Feature dicts (int32 ids) of a file the writers above made; training reads
   them repeated and shuffled (plumbing.tf_example.read_records)."""
   return tf_example.read_records(input_file, example_spec(seq_length, is_regression, windows),
                                    is_training=is_training, seed=seed,
-                                   input_context=input_context)
+                                   input_context=input_context, shuffle_buffer=shuffle_buffer)

@@ -98,9 +98,11 @@ class NerTask(driver.Task):
   def training_counts(self, sentences, windows):
     return [("Num sentences", len(sentences)), ("Num windows", len(windows))]
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None):
+  def read_records(self, path, is_training=False, seed=0, input_context=None,
+                   shuffle_buffer=100):
     return features.read_records(path, self.max_seq_length, is_training=is_training,
-                                 seed=seed, input_context=input_context)
+                                 seed=seed, input_context=input_context,
+                                 shuffle_buffer=shuffle_buffer)
 
   def outputs(self, strategy, model, records, sentences, windows, batch_size,
               trim_to_multiple):

@@ -332,7 +332,8 @@ def _reading_spec(seq_length, is_training):
       [f for f in example_spec(seq_length, is_training).features if f.name != "is_impossible"])
 
 
-def read_features(input_file, seq_length, is_training, seed=0, input_context=None):
+def read_features(input_file, seq_length, is_training, seed=0, input_context=None,
+                  shuffle_buffer=100):
   """Feature dicts (int32) from a FeatureWriter file.
 
   As the original's input_fn: training repeats the records and shuffles them
@@ -341,4 +342,4 @@ def read_features(input_file, seq_length, is_training, seed=0, input_context=Non
   """
   return tf_example.read_records(input_file, _reading_spec(seq_length, is_training),
                                    is_training=is_training, seed=seed,
-                                   input_context=input_context)
+                                   input_context=input_context, shuffle_buffer=shuffle_buffer)

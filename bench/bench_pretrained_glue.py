@@ -441,8 +441,10 @@ def readme_summary(report_json):
   cpus = sorted({c for r in results.values() for p in r.values() for c in p.get("cpus", [])})
   lines = ["All-MiniLM-L6-v2 fine-tuned by ours and by Hugging Face's Trainer, the same "
            "recipe (learning rate %g, batch %d, %d epochs, 10%% warm-up), dev set, mean ± sd "
-           "over seeds; runs on %s, %d cores (`python -m bench.bench_pretrained_glue`, "
-           "published in [docs/benchmarks/](docs/benchmarks/pretrained_glue.md)):" % (
+           "over seeds; runs on %s, %d cores (`python -m bench.bench_pretrained_glue`; every "
+           "seed: [docs/benchmarks/](docs/benchmarks/pretrained_glue.md); why the two differ: "
+           "[performance](docs/performance.md#a-real-pretrained-model-on-glue-and-conll-all-"
+           "minilm-l6-v2)):" % (
                report_json["learning_rate"], BATCH, EPOCHS, " / ".join(cpus) or m["cpu"],
                m["cores"]), "",
            "| task (training rows) | metric | ours | Hugging Face | seeds | time, HF / ours |",
@@ -461,6 +463,8 @@ def readme_summary(report_json):
     ratio = ""
     if ours.get("seconds") and hf.get("seconds"):
       ratio = "%.2fx" % (statistics.median(hf["seconds"]) / statistics.median(ours["seconds"]))
+      if 0 in (ours.get("quiet_runs"), hf.get("quiet_runs")):
+        ratio += " (busy machine)"  # No run of that side was timed alone.
     lines.append("| %s (%d) | %s | %s | %s | %s | %s |" % (
         task_name, report_json["train_rows"][task_name],
         " / ".join(METRIC_NAMES[k] for k in metrics),

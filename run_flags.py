@@ -47,7 +47,8 @@ flags.DEFINE_integer("gradient_accumulation_steps", 1,
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw is the original's.")
 flags.DEFINE_float("weight_decay_rate", 0.01,
                    "Decoupled weight decay (LayerNorm and bias variables excepted); "
-                   "0.01 is the original's, 0 Hugging Face Trainer's default.")
+                   "0.01 is the original's, 0 Hugging Face Trainer's default.",
+                   lower_bound=0.0)
 flags.DEFINE_bool("adam_bias_correction", False,
                   "adamw: divide Adam's moments by 1 - beta^t as PyTorch's AdamW and "
                   "Hugging Face's Trainer do (the original does not: its first updates "
@@ -71,7 +72,7 @@ flags.DEFINE_integer("train_shuffle_buffer", 100,
                      "(100, the original's: on a file in a meaningful order, such as CoNLL's "
                      "documents or CoLA's sources, batches then come from a few neighbouring "
                      "stretches); 0: a new order of the whole file each epoch, as Hugging "
-                     "Face's Trainer shuffles.")
+                     "Face's Trainer shuffles.", lower_bound=0)
 flags.DEFINE_bool("group_by_length", False,
                   "Fine-tuning: make each training batch from examples of about the same "
                   "length (as Hugging Face's group_by_length), so that batches carry "

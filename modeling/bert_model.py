@@ -105,7 +105,7 @@ class BertModel(_Model):
             message="segment_ids outside type_vocab_size=%d" % c.type_vocab_size),
     ]
 
-  def call(self, inputs, training=False, output_positions=None):
+  def call(self, inputs, training=False, output_positions=None, pack_tokens=False):
     """The encoder's outputs (see the module docstring).
 
     With `output_positions` [batch, k], the last layer is computed only at
@@ -114,14 +114,20 @@ class BertModel(_Model):
     vectors at `output_positions`. Heads that read a few positions (masked
     LM, classification) so skip most of a layer's work; the values are
     those of the full computation.
+
+    With `pack_tokens` in training, the token-wise work runs on the real
+    tokens only (layers.PackedTokens): outputs at padded positions are
+    then zeros, every other value the same. Not where shapes must be
+    static (XLA, TPUs).
     """
     # Inference runs the plain ops: they are as fast as the fused kernels,
     # which pay off only by the backward pass, and XLA would compile those
     # again for every new batch length.
     with contextlib.nullcontext() if training else fused.plain_ops():
-      return self._encode(inputs, training, output_positions)
+      return self._encode(inputs, training, output_positions,
+                          pack_tokens and training and not layers.static_shapes_required())
 
-  def _encode(self, inputs, training, output_positions):
+  def _encode(self, inputs, training, output_positions, pack_tokens):
     input_ids = tf.convert_to_tensor(inputs["input_ids"])
     input_mask = inputs.get("input_mask")
     segment_ids = inputs.get("segment_ids")
@@ -146,14 +152,19 @@ class BertModel(_Model):
       # A causal mask has a row per query: keep those of the computed ones.
       last_mask_adder = (tf.gather(mask_adder[:, 0], positions, batch_dims=1)[:, tf.newaxis]
                          if self.causal else mask_adder)
-    x = embedding_output
-    encoder_outputs = []
-    for i, layer in enumerate(self.encoder_layers):
-      if i == len(self.encoder_layers) - 1 and positions is not None:
-        x = layer(x, last_mask_adder, training=training, positions=positions)
-      else:
-        x = layer(x, mask_adder, training=training)
-      encoder_outputs.append(x)
+    if pack_tokens:
+      encoder_outputs = self._packed_layers(embedding_output, input_mask, mask_adder,
+                                            positions, last_mask_adder)
+    else:
+      x = embedding_output
+      encoder_outputs = []
+      for i, layer in enumerate(self.encoder_layers):
+        if i == len(self.encoder_layers) - 1 and positions is not None:
+          x = layer(x, last_mask_adder, training=training, positions=positions)
+        else:
+          x = layer(x, mask_adder, training=training)
+        encoder_outputs.append(x)
+    x = encoder_outputs[-1]
     if positions is not None:
       pooled_output = self.pooler(x[:, 0, :])
     elif self.causal:
@@ -169,6 +180,24 @@ class BertModel(_Model):
         "encoder_outputs": encoder_outputs,
         "embedding_output": embedding_output,
     }
+
+  def _packed_layers(self, embedding_output, input_mask, mask_adder, positions,
+                     last_mask_adder):
+    """The transformer layers (in training) on the real tokens only; their
+    outputs as _encode's loop gives them, zeros at the padding."""
+    packing = layers.PackedTokens(input_mask)
+    rows = packing.pack(embedding_output)
+    encoder_outputs = []
+    for i, layer in enumerate(self.encoder_layers):
+      if i == len(self.encoder_layers) - 1 and positions is not None:
+        at = layer(rows, last_mask_adder, training=True, packing=packing,
+                   positions=packing.rows_at(positions))
+        encoder_outputs.append(tf.reshape(
+            at, [packing.batch, tf.shape(positions)[1], at.shape[-1]]))
+      else:
+        rows = layer(rows, mask_adder, training=True, packing=packing)
+        encoder_outputs.append(packing.unpack(rows))
+    return encoder_outputs
 
   def original_names(self, prefix="bert/"):
     names = {
@@ -241,8 +270,11 @@ class BertWithHeads(_Model):
     at `masked_lm_positions` (none for classification); every position's
     output is `model.bert(inputs)`.
     """
+    # SQuAD's loss counts the padding too, as the original's did: every
+    # position is computed for the span head.
     outputs = dict(self.bert(inputs, training=training,
-                             output_positions=self.positions_read(inputs)))
+                             output_positions=self.positions_read(inputs),
+                             pack_tokens=self.span is None))
     # Log-probabilities are outputs for users; losses use the logits, and in
     # a compiled training step unused outputs are pruned.
     if self.masked_lm is not None and "masked_lm_positions" in inputs:

@@ -252,11 +252,10 @@ class SelfAttention(Layer):
     self.value = Dense(hidden, hidden, initializer_range=r, name="value")
     self.dropout = Dropout(config.attention_probs_dropout_prob)
 
-  def _heads(self, rows, dense, batch, length, training):
-    """[batch * length, hidden] rows through `dense`, as [batch, heads,
-    length, head_size]: one reshape there and one transpose (of float64
-    words outside training, see _values_per_word)."""
-    y = dense(rows)
+  def _heads(self, y, batch, length, training):
+    """Dense outputs [batch * length, hidden] as [batch, heads, length,
+    head_size]: one reshape there and one transpose (of float64 words
+    outside training, see _values_per_word)."""
     per_word = _values_per_word(y.dtype, self.head_size, training)
     if not per_word:
       return tf.transpose(tf.reshape(y, [batch, length, self.num_heads, self.head_size]),
@@ -277,27 +276,38 @@ class SelfAttention(Layer):
       context = tf.transpose(context, [0, 2, 1, 3])
     return tf.reshape(context, [-1, self.num_heads * self.head_size])
 
-  def call(self, x, mask_adder, training=False, queries=None):
+  def call(self, x, mask_adder, training=False, queries=None, packing=None):
     """Attends from `queries` (default: x itself) to every position of x;
     returns [batch * queries, hidden] rows, as the original's attention did.
     Each shape is read once: the layer's reshapes are then no more than its
-    products and transposes need."""
+    products and transposes need.
+
+    With `packing` (PackedTokens), x is the batch's real tokens as rows
+    [rows, hidden] and `queries` (if any) rows too, [batch * k, hidden];
+    the projections run on those rows only, the attention itself on the
+    padded batch. Without queries the result is again packed rows."""
     hidden = x.shape[-1]
-    batch, length = tf.unstack(tf.shape(x)[:2])
-    rows = tf.reshape(x, [-1, hidden])
-    k = self._heads(rows, self.key, batch, length, training)
-    v = self._heads(rows, self.value, batch, length, training)
+    if packing is None:
+      batch, length = tf.unstack(tf.shape(x)[:2])
+      rows = tf.reshape(x, [-1, hidden])
+      spread = lambda y: y
+    else:
+      batch, length = packing.batch, packing.length
+      rows, spread = x, packing.unpack_rows
+    k = self._heads(spread(self.key(rows)), batch, length, training)
+    v = self._heads(spread(self.value(rows)), batch, length, training)
     if queries is None:
       query_length = length
-      q = self._heads(rows, self.query, batch, length, training)
+      q = self._heads(spread(self.query(rows)), batch, length, training)
     else:
-      query_length = tf.shape(queries)[1]
-      q = self._heads(tf.reshape(queries, [-1, hidden]), self.query, batch, query_length,
-                      training)
+      query_rows = queries if packing is not None else tf.reshape(queries, [-1, hidden])
+      query_length = tf.shape(query_rows)[0] // batch
+      q = self._heads(self.query(query_rows), batch, query_length, training)
     scores = tf.matmul(q, k, transpose_b=True)  # [batch, heads, queries, keys]
     probs = fused.attention_softmax(scores, mask_adder, 1.0 / math.sqrt(float(self.head_size)))
     probs = self.dropout(probs, training=training)
-    return self._rows(tf.matmul(probs, v), batch, query_length, training)
+    context = self._rows(tf.matmul(probs, v), batch, query_length, training)
+    return context if packing is None or queries is not None else packing.pack_rows(context)
 
 
 class TransformerLayer(Layer):
@@ -318,19 +328,34 @@ class TransformerLayer(Layer):
     self.output_layer_norm = LayerNorm(hidden, name="output_LayerNorm")
     self.dropout = Dropout(config.hidden_dropout_prob)
 
-  def call(self, x, mask_adder, training=False, positions=None):
+  def call(self, x, mask_adder, training=False, positions=None, packing=None):
     """With `positions` [batch, k], only those positions are computed (each
     still attends to all of x): [batch, k, hidden] instead of [batch, seq,
-    hidden], for a last layer whose other positions nothing reads."""
+    hidden], for a last layer whose other positions nothing reads.
+
+    With `packing` (PackedTokens), x is the batch's real tokens as rows
+    [rows, hidden], and so is the result; `positions` are then rows of x
+    ([batch * k]), and the result [batch * k, hidden]."""
+    if packing is not None:
+      queries = None if positions is None else tf.gather(x, positions)
+      attended = self.attention(x, mask_adder, training=training, queries=queries,
+                                packing=packing)
+      return self._feed_forward(attended, x if queries is None else queries, training)
     queries = None if positions is None else gather_positions(x, positions)
     attended = self.attention(x, mask_adder, training=training, queries=queries)
     queries = x if queries is None else queries
     # [batch * length, hidden] rows from here on, as in the original.
+    rows = self._feed_forward(attended, tf.reshape(queries, [-1, x.shape[-1]]), training)
+    return tf.reshape(rows, tf.shape(queries))
+
+  def _feed_forward(self, attended, residual, training):
+    """The attention output's projection, residual and LayerNorm, then the
+    feed-forward block, on [tokens, hidden] rows."""
     attended = self.dropout(self.attention_output(attended), training=training)
-    attended = self.attention_layer_norm(attended + tf.reshape(queries, [-1, x.shape[-1]]))
+    attended = self.attention_layer_norm(attended + residual)
     hidden = self.output_dense(self.intermediate(attended))
     hidden = self.dropout(hidden, training=training)
-    return tf.reshape(self.output_layer_norm(hidden + attended), tf.shape(queries))
+    return self.output_layer_norm(hidden + attended)
 
   def original_names(self, prefix):
     """{original checkpoint name: variable} for this layer."""
@@ -352,6 +377,65 @@ class TransformerLayer(Layer):
         prefix + "output/LayerNorm/beta": self.output_layer_norm.beta,
         prefix + "output/LayerNorm/gamma": self.output_layer_norm.gamma,
     }
+
+
+def static_shapes_required():
+  """True where every tensor's shape must be known when compiling: inside an
+  XLA-compiled function (--use_xla's training step) and on TPUs."""
+  from tensorflow.python.ops import control_flow_util  # pylint: disable=g-import-not-at-top
+  return (isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy) or
+          control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
+
+
+class PackedTokens(object):
+  """The real tokens of a padded batch ([batch, seq] `input_mask`) as rows.
+
+  Dense layers, layer norms and dropout treat each token alone, so in
+  training they can run on the real tokens only (`pack`), and only the
+  attention on the padded batch (`unpack_rows`): most of a step's work
+  when batches are mostly padding. A head that reads every position
+  (SQuAD's, whose loss also counts the padding, as the original's did)
+  cannot use it. Packed rows are rounded up to `rows_per_example` times the
+  batch with filler rows (zeros at first), so that the kernels compiled
+  per shape (modeling/fused.py) meet no more shapes than padded batches
+  bring; the fillers never reach a real token.
+  """
+
+  def __init__(self, input_mask, rows_per_example=8):
+    shape = tf.shape(input_mask)
+    self.batch, self.length = shape[0], shape[1]
+    self.positions = self.batch * self.length
+    real = tf.cast(tf.where(tf.reshape(input_mask, [-1]) > 0)[:, 0], tf.int32)
+    count = tf.shape(real)[0]
+    multiple = rows_per_example * self.batch
+    fillers = (count + multiple - 1) // multiple * multiple - count
+    # Row `positions` (one past the last) is a zero row: fillers read it.
+    self.index = tf.concat([real, tf.fill([fillers], self.positions)], 0)[:, tf.newaxis]
+    self._row_of_position = tf.scatter_nd(real[:, tf.newaxis], tf.range(count),
+                                          [self.positions])
+
+  def pack(self, sequence):
+    """[batch, seq, width] -> [rows, width]."""
+    return self.pack_rows(tf.reshape(sequence, [-1, sequence.shape[-1]]))
+
+  def pack_rows(self, flat):
+    """[batch * seq, width] -> [rows, width]."""
+    flat = tf.concat([flat, tf.zeros([1, flat.shape[-1]], flat.dtype)], 0)
+    return tf.gather_nd(flat, self.index)
+
+  def unpack_rows(self, rows):
+    """[rows, width] -> [batch * seq, width], zeros at the padding."""
+    width = rows.shape[-1]
+    return tf.scatter_nd(self.index, rows, [self.positions + 1, width])[:-1]
+
+  def unpack(self, rows):
+    """[rows, width] -> [batch, seq, width], zeros at the padding."""
+    return tf.reshape(self.unpack_rows(rows), [self.batch, self.length, rows.shape[-1]])
+
+  def rows_at(self, positions):
+    """The rows of [batch, k] positions (real tokens), as [batch * k]."""
+    flat = positions + self.length * tf.range(self.batch)[:, tf.newaxis]
+    return tf.gather(self._row_of_position, tf.reshape(flat, [-1]))
 
 
 def gather_positions(sequence, positions):

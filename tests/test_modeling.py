@@ -277,6 +277,64 @@ def test_inference_moves_heads_as_words(dtype):
     assert [op.get_attr("T") for op in transposes] == [moved_as] * 4
 
 
+def test_packed_tokens_index_real_tokens_then_fillers():
+  """Worked by hand: a [2, 3] batch with 3 real tokens, rounded up to 2 rows
+  an example (4 rows): the fourth reads the zero row one past the end."""
+  from modeling import layers
+  packing = layers.PackedTokens(tf.constant([[1, 1, 0], [1, 0, 0]]), rows_per_example=2)
+  np.testing.assert_array_equal(packing.index.numpy()[:, 0], [0, 1, 3, 6])
+  np.testing.assert_array_equal(packing.rows_at(tf.constant([[1], [0]])).numpy(), [1, 2])
+  sequence = tf.reshape(tf.range(1.0, 13.0), [2, 3, 2])
+  rows = packing.pack(sequence)
+  np.testing.assert_array_equal(rows.numpy(), [[1, 2], [3, 4], [7, 8], [0, 0]])
+  np.testing.assert_array_equal(packing.unpack(rows + 100.0).numpy(), [
+      [[101, 102], [103, 104], [0, 0]], [[107, 108], [0, 0], [0, 0]]])
+
+
+def test_training_runs_real_tokens_only_with_the_original_values():
+  """In training the encoder's token-wise work runs on the real tokens only
+  (zeros come out at the padding), giving the original's values (dropout
+  off) and the gradients of the padded computation; the span head, whose
+  loss the original computed over the padding too, still gets every
+  position."""
+  inputs = _inputs()
+  ref = _reference()
+  assert inputs["input_mask"].min() == 0  # The reference batch has padding.
+  config = _config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  pretrainer = modeling.BertPretrainer(config)
+  modeling.load_original_checkpoint(pretrainer, _ckpt(), log=False)
+  out = pretrainer({k: inputs[k] for k in FEATURES}, training=True)
+  _close(out["masked_lm_log_probs"], ref["mlm_log_probs"])
+  _close(out["next_sentence_log_probs"], ref["nsp_log_probs"])
+  _close(out["loss"], ref["mlm_loss"] + ref["nsp_loss"])
+  encoder_inputs = {k: inputs[k] for k in FEATURES[:3]}
+  real = inputs["input_mask"][:, :, None].astype(np.float32)
+  weights = np.linspace(-1.0, 1.0, config.hidden_size, dtype=np.float32)
+  gradients, variables = {}, pretrainer.bert.trainable_variables
+  for pack in (True, False):
+    with tf.GradientTape() as tape:
+      encoder = pretrainer.bert(encoder_inputs, training=True, pack_tokens=pack)
+      total = (tf.reduce_sum(encoder["sequence_output"] * real * weights) +
+               tf.reduce_sum(encoder["pooled_output"]))
+    gradients[pack] = [tf.convert_to_tensor(g).numpy() for g in tape.gradient(total, variables)]
+    if pack:
+      assert not np.any(encoder["sequence_output"].numpy() * (1 - real))
+      _close(encoder["sequence_output"].numpy() * real, ref["sequence_output"] * real)
+      _close(encoder["pooled_output"], ref["pooled_output"])
+  for variable, packed, padded in zip(variables, gradients[True], gradients[False]):
+    np.testing.assert_allclose(packed, padded, rtol=0, atol=1e-6 * (np.abs(padded).max() + 1),
+                               err_msg=variable.path)
+  classifier = modeling.BertClassifier(config, num_labels=3)
+  modeling.load_original_checkpoint(classifier, _ckpt(), log=False)
+  classifier.classifier.dropout.rate = 0.0
+  _close(classifier(encoder_inputs, training=True)["logits"], ref["classifier_logits"])
+  span = modeling.BertSpanPredictor(config)
+  modeling.load_original_checkpoint(span, _ckpt(), log=False)
+  out = span(encoder_inputs, training=True)
+  _close(out["start_logits"], ref["squad_start_logits"])
+  _close(out["end_logits"], ref["squad_end_logits"])
+
+
 def test_deferred_weights_are_drawn_as_at_construction_unless_loaded(tmp_path):
   """Built under deferred_initialization, a model draws no random value until
   load_weights: the checkpoint's values where it has them, elsewhere exactly

@@ -256,8 +256,6 @@ def hf_metrics(task_name, output_dir):
     saved = json.load(f)
   logits = np.asarray(saved["predictions"], np.float32)
   labels = np.asarray(saved["labels"])
-  if TASKS[task_name].labels is None:
-    logits = logits.reshape(-1, 1)
   per_example = np.zeros(len(labels), np.float32)
   task_metrics = tuple(m[len("eval_"):] for m in METRICS[task_name] if m in ("eval_f1",
                                                                              "eval_mcc"))

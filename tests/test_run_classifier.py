@@ -157,6 +157,15 @@ def test_glue_metrics_on_hand_computed_cases():
   # Ranks with a tie: x -> [1, 2.5, 2.5, 4], y -> [1, 2, 3, 4].
   assert outputs.spearman([1, 5, 5, 9], [0, 1, 2, 3]) == pytest.approx(
       np.corrcoef([1, 2.5, 2.5, 4], [1, 2, 3, 4])[0, 1])
+  # A regressor's scores as a [n, 1] column (as Hugging Face returns them):
+  # deviations [-1.5, -.5, .5, 1.5] and [-1.5, .5, -.5, 1.5] give 4 / 5.
+  column = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+  results = outputs.eval_metrics((column, np.zeros(4), np.ones(4)), [1.0, 3.0, 2.0, 4.0],
+                                 batch_size=4, is_regression=True)
+  assert results["eval_pearson"] == pytest.approx(0.8)
+  assert results["eval_spearman"] == pytest.approx(0.8)
+  with pytest.raises(ValueError, match="Correlating 4 scores with 3"):
+    outputs.pearson(column, [1.0, 2.0, 3.0])
   # The batch-mean `loss` of the original's Estimator skips padding rows.
   per_example = np.array([1.0, 3.0, 2.0, 0.0], np.float32)
   assert outputs.batch_mean_loss(per_example, np.array([1, 1, 1, 0]), 2) == 2.0

@@ -53,15 +53,18 @@ def matthews_correlation(labels, predictions):
 
 
 def pearson(x, y):
-  x = np.asarray(x, np.float64) - np.mean(x)
-  y = np.asarray(y, np.float64) - np.mean(y)
+  """Of two equally long score lists; a [n, 1] column counts as n scores."""
+  x, y = (np.ravel(np.asarray(v, np.float64)) for v in (x, y))
+  if x.shape != y.shape:
+    raise ValueError("Correlating %d scores with %d." % (x.size, y.size))
+  x, y = x - x.mean(), y - y.mean()
   denominator = np.sqrt(np.sum(x * x) * np.sum(y * y))
   return float(np.sum(x * y) / denominator) if denominator else 0.0
 
 
 def _ranks(values):
   """Ranks from 1, ties sharing their average rank."""
-  values = np.asarray(values)
+  values = np.ravel(values)
   order = np.argsort(values, kind="mergesort")
   ranks = np.empty(len(values), np.float64)
   sorted_values = values[order]

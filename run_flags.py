@@ -53,6 +53,14 @@ flags.DEFINE_bool("adam_bias_correction", False,
                   "adamw: divide Adam's moments by 1 - beta^t as PyTorch's AdamW and "
                   "Hugging Face's Trainer do (the original does not: its first updates "
                   "are about 3x larger). See docs/fine_tuning.md.")
+flags.DEFINE_float("adam_epsilon", 1e-6,
+                   "Adam's epsilon: 1e-6 is the original's, 1e-8 PyTorch's and Hugging "
+                   "Face Trainer's default.", lower_bound=0.0)
+flags.DEFINE_bool("decay_after_warmup", False,
+                  "Start the linear decay at --learning_rate when warm-up ends, as Hugging "
+                  "Face's linear schedule does. The original's decay counts from step 0, "
+                  "so its rate after warm-up starts lower by the warm-up's share "
+                  "(--warmup_proportion).")
 flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input shuffling.")
 flags.DEFINE_integer("num_cpu_devices", 1,
                      "Split the CPU into this many logical devices (to run "
@@ -271,7 +279,8 @@ def training_settings(flag_values, num_train_steps, num_warmup_steps):
       keep_checkpoint_max=flag_values.keep_checkpoint_max,
       gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
       use_xla=flag_values.use_xla, weight_decay_rate=flag_values.weight_decay_rate,
-      adam_bias_correction=flag_values.adam_bias_correction)
+      adam_bias_correction=flag_values.adam_bias_correction,
+      adam_epsilon=flag_values.adam_epsilon, decay_after_warmup=flag_values.decay_after_warmup)
 
 
 def _value(flag_values, name, default):

@@ -21,20 +21,28 @@ EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
 
 class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
-  """Linear warm-up, then linear decay to zero (the original's schedule)."""
+  """Linear warm-up, then linear decay to zero (the original's schedule).
+
+  The original's decay counts from step 0, so the rate drops to
+  `init_lr * (1 - warmup / train_steps)` when warm-up ends.
+  `decay_after_warmup=True` starts the decay at `init_lr` when warm-up ends
+  instead, as Hugging Face's linear schedule does.
+  """
 
   def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, power=1.0,
-               end_learning_rate=0.0):
+               end_learning_rate=0.0, decay_after_warmup=False):
     self.init_lr = init_lr
     self.num_train_steps = num_train_steps
     self.num_warmup_steps = num_warmup_steps
     self.power = power
     self.end_learning_rate = end_learning_rate
+    self.decay_after_warmup = decay_after_warmup
 
   def __call__(self, step):
     step = tf.cast(step, tf.float32)
-    decay_steps = float(max(self.num_train_steps, 1))
-    progress = tf.minimum(step, decay_steps) / decay_steps
+    start = float(self.num_warmup_steps) if self.decay_after_warmup else 0.0
+    decay_steps = float(max(self.num_train_steps - start, 1))
+    progress = tf.clip_by_value(step - start, 0.0, decay_steps) / decay_steps
     decayed = ((self.init_lr - self.end_learning_rate) *
                tf.pow(1.0 - progress, self.power) + self.end_learning_rate)
     if not self.num_warmup_steps:
@@ -45,7 +53,8 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
   def get_config(self):
     return {"init_lr": self.init_lr, "num_train_steps": self.num_train_steps,
             "num_warmup_steps": self.num_warmup_steps, "power": self.power,
-            "end_learning_rate": self.end_learning_rate}
+            "end_learning_rate": self.end_learning_rate,
+            "decay_after_warmup": self.decay_after_warmup}
 
 
 class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
@@ -296,14 +305,17 @@ def clip_scale(squared_norms, clip_norm):
 
 
 def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",
-                     variable_names=None, weight_decay_rate=0.01, adam_bias_correction=False):
+                     variable_names=None, weight_decay_rate=0.01, adam_bias_correction=False,
+                     adam_epsilon=1e-6, decay_after_warmup=False):
   """The original's training optimizer (or LAMB), with global-norm clipping 1.0.
-  `adam_bias_correction` applies to adamw (LAMB always corrects)."""
-  schedule = WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps)
+  `adam_bias_correction` applies to adamw (LAMB always corrects); the other
+  arguments' defaults are the original's."""
+  schedule = WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps,
+                                   decay_after_warmup=decay_after_warmup)
   extra = {"bias_correction": adam_bias_correction} if optimizer == "adamw" else {}
   cls = {"adamw": AdamWeightDecay, "lamb": Lamb}[optimizer]
   return cls(learning_rate=schedule, global_clipnorm=1.0, variable_names=variable_names,
-             weight_decay_rate=weight_decay_rate, **extra)
+             weight_decay_rate=weight_decay_rate, epsilon=adam_epsilon, **extra)
 
 
 class GradientAccumulator(object):

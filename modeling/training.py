@@ -174,6 +174,8 @@ class TrainingSettings(object):
   use_xla: bool = False
   weight_decay_rate: float = 0.01
   adam_bias_correction: bool = False
+  adam_epsilon: float = 1e-6
+  decay_after_warmup: bool = False
 
 
 def fine_tuning_steps(num_examples, train_batch_size, num_train_epochs, warmup_proportion):
@@ -189,7 +191,8 @@ def create_optimizer(settings):
   optimizer = optimization.create_optimizer(
       settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps,
       optimizer=settings.optimizer, weight_decay_rate=settings.weight_decay_rate,
-      adam_bias_correction=settings.adam_bias_correction)
+      adam_bias_correction=settings.adam_bias_correction, adam_epsilon=settings.adam_epsilon,
+      decay_after_warmup=settings.decay_after_warmup)
   if settings.mixed_precision == "mixed_float16":
     optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
   return optimizer

@@ -52,6 +52,16 @@ def test_schedule_shape():
   np.testing.assert_allclose([float(no_warmup(t)) for t in range(5)], [2, 1.5, 1, 0.5, 0], atol=1e-7)
 
 
+def test_decay_after_warmup_is_hugging_face_linear_schedule():
+  # Hugging Face's get_linear_schedule_with_warmup: t / w while t < w, then
+  # (T - t) / (T - w), never below 0.
+  schedule = optimization.WarmupPolynomialDecay(1.0, num_train_steps=10, num_warmup_steps=4,
+                                                decay_after_warmup=True)
+  want = [t / 4 if t < 4 else max(0.0, (10 - t) / 6) for t in range(12)]
+  np.testing.assert_allclose([float(schedule(t)) for t in range(12)], want, atol=1e-7)
+  assert want[4:7] == [1.0, 5 / 6, 4 / 6]
+
+
 def test_weight_decay_follows_original_names():
   model = _pretrainer()
   optimizer = optimization.create_optimizer(1e-3, 10, 1)
@@ -152,6 +162,26 @@ def test_adam_bias_correction_is_pytorch_adamw(fused, monkeypatch):
   assert np.abs(bias.numpy() - start[1]).max() < 4 * 0.01 + 1e-6
 
 
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("epsilon", [1e-6, 1e-8])
+def test_adam_epsilon_is_pytorch_adamw_epsilon(epsilon, fused, monkeypatch):
+  # Gradients near 1e-6, where the two epsilons give updates about 2x apart.
+  rng = np.random.RandomState(7)
+  start = rng.randn(4).astype(np.float32)
+  steps = [[rng.randn(4).astype(np.float32) * 1e-6] for _ in range(3)]
+  variable = keras.Variable(start, name="bias")
+  optimizer = optimization.AdamWeightDecay(learning_rate=0.01, bias_correction=True,
+                                           epsilon=epsilon)
+  if not fused:
+    monkeypatch.setattr(optimization.AdamWeightDecay, "_fused", lambda self: False)
+  for grads in steps:
+    optimizer.apply_gradients([(tf.constant(grads[0]), variable)])
+  want = _torch_adamw([start], steps, 0.01, 0.0, decays=[False], eps=epsilon)[0]
+  np.testing.assert_allclose(variable.numpy(), want, rtol=0, atol=1e-6)
+  other = _torch_adamw([start], steps, 0.01, 0.0, decays=[False], eps=1e-14 / epsilon)[0]
+  assert np.abs(other - want).max() > 1e-3
+
+
 def test_original_adam_first_step_is_larger_than_corrected():
   # Without correction, m / sqrt(v) after one step is (1 - b1) / sqrt(1 - b2)
   # = 3.16 (times the gradient's sign): the original's first update.
@@ -166,8 +196,12 @@ def test_training_settings_reach_the_optimizer():
   from modeling import training  # pylint: disable=g-import-not-at-top
   settings = training.TrainingSettings(output_dir="unused", num_train_steps=10,
                                        train_batch_size=2, weight_decay_rate=0.0,
-                                       adam_bias_correction=True)
+                                       adam_bias_correction=True, adam_epsilon=1e-8,
+                                       num_warmup_steps=2, decay_after_warmup=True)
   optimizer = training.create_optimizer(settings)
   assert optimizer.bias_correction and optimizer.weight_decay_rate == 0.0
+  assert optimizer.epsilon == 1e-8
+  assert float(optimizer._learning_rate(2)) == pytest.approx(settings.learning_rate)
   default = training.create_optimizer(training.TrainingSettings("unused", 10, 2))
   assert not default.bias_correction and default.weight_decay_rate == 0.01
+  assert default.epsilon == 1e-6 and not default._learning_rate.decay_after_warmup

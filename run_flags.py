@@ -61,6 +61,11 @@ flags.DEFINE_bool("decay_after_warmup", False,
                   "Face's linear schedule does. The original's decay counts from step 0, "
                   "so its rate after warm-up starts lower by the warm-up's share "
                   "(--warmup_proportion).")
+flags.DEFINE_bool("clip_dense_norm", False,
+                  "Clip gradients by the global norm of the summed gradients, as "
+                  "PyTorch's clip_grad_norm_ (Hugging Face's Trainer). The original "
+                  "counts a word-embedding gradient by its lookups: a token looked up "
+                  "k times adds k squared slices, not the square of their sum.")
 flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input shuffling.")
 flags.DEFINE_integer("num_cpu_devices", 1,
                      "Split the CPU into this many logical devices (to run "
@@ -280,7 +285,8 @@ def training_settings(flag_values, num_train_steps, num_warmup_steps):
       gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
       use_xla=flag_values.use_xla, weight_decay_rate=flag_values.weight_decay_rate,
       adam_bias_correction=flag_values.adam_bias_correction,
-      adam_epsilon=flag_values.adam_epsilon, decay_after_warmup=flag_values.decay_after_warmup)
+      adam_epsilon=flag_values.adam_epsilon, decay_after_warmup=flag_values.decay_after_warmup,
+      clip_dense_norm=flag_values.clip_dense_norm)
 
 
 def _value(flag_values, name, default):

@@ -64,16 +64,20 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
   `variable_names` ({id(variable): name}) to match on original checkpoint
   names, otherwise the Keras variable path is used (our layer and weight names
   keep the original's "LayerNorm" and "bias" words, so both agree).
+  `clip_dense_norm=True` clips by the norm of the summed gradients, as
+  PyTorch's clip_grad_norm_, rather than the original's (see `apply`).
   """
 
   def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9,
                beta_2=0.999, epsilon=1e-6,
                exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
-               variable_names=None, bias_correction=False, name=None, **kwargs):
+               variable_names=None, bias_correction=False, clip_dense_norm=False,
+               name=None, **kwargs):
     super().__init__(learning_rate=learning_rate, name=name or type(self).__name__,
                      **kwargs)
     self.weight_decay_rate = weight_decay_rate
     self.bias_correction = bias_correction
+    self.clip_dense_norm = clip_dense_norm
     self.beta_1 = beta_1
     self.beta_2 = beta_2
     self.epsilon = epsilon
@@ -99,7 +103,8 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
     squares = {}
     for i, g in enumerate(grads):
       if isinstance(g, tf.IndexedSlices):
-        squares[variables[i].path] = tf.reduce_sum(tf.square(tf.cast(g.values, tf.float32)))
+        if not self.clip_dense_norm:
+          squares[variables[i].path] = tf.reduce_sum(tf.square(tf.cast(g.values, tf.float32)))
         grads[i] = tf.convert_to_tensor(g)
     context = tf.distribute.get_replica_context()
     multi_replica = context is not None and context.num_replicas_in_sync > 1
@@ -176,7 +181,7 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
     config.update(weight_decay_rate=self.weight_decay_rate, beta_1=self.beta_1,
                   beta_2=self.beta_2, epsilon=self.epsilon,
                   exclude_from_weight_decay=self.exclude_from_weight_decay,
-                  bias_correction=self.bias_correction)
+                  bias_correction=self.bias_correction, clip_dense_norm=self.clip_dense_norm)
     return config
 
 
@@ -306,7 +311,7 @@ def clip_scale(squared_norms, clip_norm):
 
 def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",
                      variable_names=None, weight_decay_rate=0.01, adam_bias_correction=False,
-                     adam_epsilon=1e-6, decay_after_warmup=False):
+                     adam_epsilon=1e-6, decay_after_warmup=False, clip_dense_norm=False):
   """The original's training optimizer (or LAMB), with global-norm clipping 1.0.
   `adam_bias_correction` applies to adamw (LAMB always corrects); the other
   arguments' defaults are the original's."""
@@ -315,7 +320,8 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adam
   extra = {"bias_correction": adam_bias_correction} if optimizer == "adamw" else {}
   cls = {"adamw": AdamWeightDecay, "lamb": Lamb}[optimizer]
   return cls(learning_rate=schedule, global_clipnorm=1.0, variable_names=variable_names,
-             weight_decay_rate=weight_decay_rate, epsilon=adam_epsilon, **extra)
+             weight_decay_rate=weight_decay_rate, epsilon=adam_epsilon,
+             clip_dense_norm=clip_dense_norm, **extra)
 
 
 class GradientAccumulator(object):

@@ -176,6 +176,7 @@ class TrainingSettings(object):
   adam_bias_correction: bool = False
   adam_epsilon: float = 1e-6
   decay_after_warmup: bool = False
+  clip_dense_norm: bool = False
 
 
 def fine_tuning_steps(num_examples, train_batch_size, num_train_epochs, warmup_proportion):
@@ -192,7 +193,7 @@ def create_optimizer(settings):
       settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps,
       optimizer=settings.optimizer, weight_decay_rate=settings.weight_decay_rate,
       adam_bias_correction=settings.adam_bias_correction, adam_epsilon=settings.adam_epsilon,
-      decay_after_warmup=settings.decay_after_warmup)
+      decay_after_warmup=settings.decay_after_warmup, clip_dense_norm=settings.clip_dense_norm)
   if settings.mixed_precision == "mixed_float16":
     optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
   return optimizer

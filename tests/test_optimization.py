@@ -182,6 +182,29 @@ def test_adam_epsilon_is_pytorch_adamw_epsilon(epsilon, fused, monkeypatch):
   assert np.abs(other - want).max() > 1e-3
 
 
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("dense", [False, True])
+def test_clipping_counts_lookups_or_the_summed_gradient(dense, fused, monkeypatch):
+  # Row 1 looked up twice with gradient w = (3, 4) each time: the original's
+  # norm counts two slices, sqrt(2) * 5; the summed gradient (6, 8) has norm
+  # 10. Clipped to 1, the row's gradient is (6, 8) / 7.07 or (0.6, 0.8); with
+  # epsilon 1 the first corrected Adam step is g / (|g| + 1), by hand.
+  table = keras.Variable(np.zeros((3, 2), np.float32), name="embeddings")
+  optimizer = optimization.AdamWeightDecay(learning_rate=1.0, weight_decay_rate=0.0,
+                                           epsilon=1.0, bias_correction=True,
+                                           global_clipnorm=1.0, clip_dense_norm=dense)
+  if not fused:
+    monkeypatch.setattr(optimization.AdamWeightDecay, "_fused", lambda self: False)
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(tf.gather(table, [1, 1]) * tf.constant([3.0, 4.0]))
+  gradient = tape.gradient(loss, table)
+  assert isinstance(gradient, tf.IndexedSlices)
+  optimizer.apply_gradients([(gradient, table)])
+  clipped = np.array([6.0, 8.0]) / (10.0 if dense else np.sqrt(2.0) * 5.0)
+  np.testing.assert_allclose(table.numpy()[1], -clipped / (np.abs(clipped) + 1.0), atol=1e-5)
+  np.testing.assert_allclose(table.numpy()[[0, 2]], 0.0)
+
+
 def test_original_adam_first_step_is_larger_than_corrected():
   # Without correction, m / sqrt(v) after one step is (1 - b1) / sqrt(1 - b2)
   # = 3.16 (times the gradient's sign): the original's first update.
@@ -197,11 +220,13 @@ def test_training_settings_reach_the_optimizer():
   settings = training.TrainingSettings(output_dir="unused", num_train_steps=10,
                                        train_batch_size=2, weight_decay_rate=0.0,
                                        adam_bias_correction=True, adam_epsilon=1e-8,
-                                       num_warmup_steps=2, decay_after_warmup=True)
+                                       num_warmup_steps=2, decay_after_warmup=True,
+                                       clip_dense_norm=True)
   optimizer = training.create_optimizer(settings)
   assert optimizer.bias_correction and optimizer.weight_decay_rate == 0.0
-  assert optimizer.epsilon == 1e-8
+  assert optimizer.epsilon == 1e-8 and optimizer.clip_dense_norm
   assert float(optimizer._learning_rate(2)) == pytest.approx(settings.learning_rate)
   default = training.create_optimizer(training.TrainingSettings("unused", 10, 2))
   assert not default.bias_correction and default.weight_decay_rate == 0.01
   assert default.epsilon == 1e-6 and not default._learning_rate.decay_after_warmup
+  assert not default.clip_dense_norm

@@ -392,11 +392,23 @@ def mean_sd(values):
   return "%.2f ± %.2f" % (100 * statistics.mean(values), 100 * sd)
 
 
+def gap(ours, hf):
+  """Ours' mean minus Hugging Face's, in points, against Hugging Face's
+  standard deviation (the target: within it)."""
+  if not ours or len(hf) < 2:
+    return "-"
+  difference = 100 * (statistics.mean(ours) - statistics.mean(hf))
+  sd = 100 * statistics.stdev(hf)
+  return "%+.2f (sd %.2f): %s" % (difference, sd,
+                                  "within" if abs(difference) <= sd else "outside")
+
+
 def report(results, train_rows, learning_rate):
   """The Markdown table of a run's results."""
   lines = ["| task (train rows) | metric | ours: mean ± sd | Hugging Face: mean ± sd | "
-           "ours by seed | Hugging Face by seed | seconds, ours / HF (median) | "
-           "HF / ours, wall (CPU) |", "|---|---|---|---|---|---|---|---|"]
+           "ours by seed | Hugging Face by seed | ours - HF (HF's sd) | "
+           "seconds, ours / HF (median) | HF / ours, wall (CPU) |",
+           "|---|---|---|---|---|---|---|---|---|"]
   for task_name, by_peer in results.items():
     ours, hf = by_peer.get("ours", {}), by_peer.get("hf", {})
     for n, metric in enumerate(METRICS[task_name]):
@@ -407,12 +419,13 @@ def report(results, train_rows, learning_rate):
         timing = "%.0f / %.0f (%d / %d quiet runs)" % (o, h, ours["quiet_runs"],
                                                       hf["quiet_runs"])
         ratio = "%.2fx (%.2fx)" % (h / o, hc / oc)
-      lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+      lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
           "%s (%d)" % (task_name, train_rows[task_name]) if n == 0 else "",
           metric.replace("eval_", "dev ").replace("test_", "test "),
           mean_sd(ours.get(metric, [])), mean_sd(hf.get(metric, [])),
           " / ".join("%.1f" % (100 * v) for v in ours.get(metric, [])),
-          " / ".join("%.1f" % (100 * v) for v in hf.get(metric, [])), timing, ratio))
+          " / ".join("%.1f" % (100 * v) for v in hf.get(metric, [])),
+          gap(ours.get(metric, []), hf.get(metric, [])), timing, ratio))
   cpus = sorted({c for r in results.values() for p in r.values() for c in p.get("cpus", [])})
   dates = sorted({d for r in results.values() for p in r.values() for d in p.get("dates", [])})
   return ("Fine-tuning all-MiniLM-L6-v2, batch %d, %d epochs, length %d, learning rate %g, "
@@ -487,8 +500,10 @@ def main():
   parser.add_argument("--output_dir", default=os.path.join(OUTPUT, "pretrained_glue"))
   parser.add_argument("--ours_flags", default="",
                       help="More flags for our scripts, e.g. \"--adam_bias_correction "
-                      "--weight_decay_rate=0\" (Hugging Face Trainer's optimizer): our runs "
-                      "with them are kept apart and compared with the same Hugging Face runs.")
+                      "--weight_decay_rate=0 --adam_epsilon=1e-8 --decay_after_warmup "
+                      "--clip_dense_norm --train_shuffle_buffer=0\" (Hugging Face Trainer's "
+                      "defaults): our runs with them are kept apart and compared with the "
+                      "same Hugging Face runs.")
   parser.add_argument("--report_only", action="store_true",
                       help="Report the kept runs; run none.")
   parser.add_argument("--summary", default=None,

@@ -97,6 +97,18 @@ def test_pretrained_summary_from_a_report():
   assert lines[5] == "| CoLA (8551) | Matthews corr. | 30.0 | - | 1 / 0 |  |"
 
 
+def test_pretrained_report_says_whether_ours_is_within_hugging_faces_sd():
+  results = {"RTE": {"ours": {"seeds": [1, 2, 3], "eval_accuracy": [0.552, 0.549, 0.552]},
+                     "hf": {"seeds": [1, 2, 3], "eval_accuracy": [0.556, 0.560, 0.549]}}}
+  lines = bench_pretrained_glue.report(results, {"RTE": 2490}, 5e-5).splitlines()
+  # Means 55.10 and 55.50: -0.40 points; Hugging Face's sd 0.557 by hand.
+  assert "| -0.40 (sd 0.56): within |" in lines[4]
+  results["RTE"]["hf"]["eval_accuracy"] = [0.556, 0.557, 0.556]
+  lines = bench_pretrained_glue.report(results, {"RTE": 2490}, 5e-5).splitlines()
+  assert "| -0.53 (sd 0.06): outside |" in lines[4]
+  assert bench_pretrained_glue.gap([0.5], [0.5]) == "-"  # One seed has no sd.
+
+
 def test_the_readmes_expected_results_are_the_published_run():
   """README.md's table of fine-tuning results from a real pretrained model
   is what `python -m bench.bench_pretrained_glue --summary` makes of

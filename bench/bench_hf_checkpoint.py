@@ -15,6 +15,13 @@ itself on real text.
    and its logits on the same pairs are compared with ours
    (run_classifier.py --do_predict's test_results.tsv, as probabilities, and
    the model's logits).
+3. Training: from the imported weights, dropout off, the same classifier
+   weights and the same batches of those pairs with their labels, STEPS
+   steps by ours with Hugging Face Trainer's defaults (HF_RECIPE, as
+   run_classifier.py's flags) and by transformers' model with PyTorch's
+   AdamW, clip_grad_norm_ and get_linear_schedule_with_warmup, as the
+   Trainer steps: the largest difference of the losses along the way and
+   of the final logits.
 Prints the figures and writes bench/output/hf_checkpoint.json. Not a timed
 benchmark: what a user bringing a checkpoint needs to be true.
 """
@@ -33,12 +40,20 @@ from bench import environments
 from bench import pretrained
 
 SEQ = 128
+STEPS, STEP_BATCH, WARMUP_STEPS, SCHEDULE_STEPS = 6, 16, 2, 10
+# run_classifier.py's flags that make Hugging Face Trainer's defaults, as
+# TrainingSettings fields (the shuffle, --train_shuffle_buffer=0, aside).
+HF_RECIPE = dict(weight_decay_rate=0.0, adam_bias_correction=True, adam_epsilon=1e-8,
+                 decay_after_warmup=True, clip_dense_norm=True)
+
+
+def mrpc_rows(path, count):
+  with open(path, encoding="utf-8-sig") as f:
+    return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:count + 1]
 
 
 def mrpc_pairs(path, count):
-  with open(path, encoding="utf-8-sig") as f:
-    rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
-  return [(r[3], r[4]) for r in rows[:count]]
+  return [(r[3], r[4]) for r in mrpc_rows(path, count)]
 
 
 def worker_ours(args):
@@ -68,6 +83,102 @@ def worker_ours(args):
     result["logits"] = classifier(inputs, training=False)["logits"].numpy()
   np.savez(args.output, **result)
   common.report_result({})
+
+
+def step_batches(inputs, labels):
+  """The training check's batches: STEP_BATCH pairs each, in turn."""
+  count = len(labels) // STEP_BATCH
+  return [dict({k: v[i * STEP_BATCH:(i + 1) * STEP_BATCH] for k, v in inputs.items()},
+               label_ids=labels[i * STEP_BATCH:(i + 1) * STEP_BATCH])
+          for i in range(count)]
+
+
+def worker_ours_steps(args):
+  """STEPS training steps by ours (HF_RECIPE, dropout off) from the imported
+  weights: the batches, classifier weights, losses and final logits."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  from modeling import layers  # pylint: disable=g-import-not-at-top
+  from modeling import losses  # pylint: disable=g-import-not-at-top
+  from modeling import training  # pylint: disable=g-import-not-at-top
+  ours = np.load(args.ours_output)
+  inputs = {k: ours[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  labels = np.array([int(r[0]) for r in mrpc_rows(args.pairs_file, args.texts)], np.int32)
+  batches = step_batches(inputs, labels)
+  config = modeling.BertConfig.from_json_file(os.path.join(args.checkpoint_dir,
+                                                           "bert_config.json"))
+  config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
+  model = modeling.BertClassifier(config, num_labels=2)
+  model({k: tf.constant(v) for k, v in batches[0].items()})
+  modeling.load_checkpoint(model, os.path.join(args.checkpoint_dir, "bert_model.ckpt"),
+                           log=False)
+  for layer in model._flatten_layers():  # pylint: disable=protected-access
+    if isinstance(layer, layers.Dropout):
+      layer.rate = 0.0  # The classifier head's own dropout too.
+  weights = model.original_names()
+  classifier = (np.random.RandomState(0).randn(2, config.hidden_size) * 0.02).astype(np.float32)
+  weights["output_weights"].assign(classifier)
+  weights["output_bias"].assign(np.zeros(2, np.float32))
+  optimizer = training.create_optimizer(training.TrainingSettings(
+      output_dir=args.output, num_train_steps=SCHEDULE_STEPS, num_warmup_steps=WARMUP_STEPS,
+      train_batch_size=STEP_BATCH, learning_rate=5e-5, **HF_RECIPE))
+  loss_fn, step_losses = losses.ClassifierLoss(), []
+  for step in range(STEPS):
+    features = {k: tf.constant(v) for k, v in batches[step % len(batches)].items()}
+    with tf.GradientTape() as tape:
+      loss = loss_fn(model, features, loss_fn.totals(features))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    step_losses.append(float(loss))
+  logits = model({k: tf.constant(v) for k, v in batches[0].items()}, training=False)["logits"]
+  np.savez(args.output, labels=labels, classifier=classifier, losses=np.array(step_losses),
+           logits=logits.numpy(), **inputs)
+  common.report_result({})
+
+
+def worker_hf_steps(args):
+  """The same steps by transformers and PyTorch, as the Trainer takes them."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  ours = np.load(args.ours_output)
+  inputs = {"input_ids": ours["input_ids"], "attention_mask": ours["input_mask"],
+            "token_type_ids": ours["segment_ids"]}
+  batches = step_batches(inputs, ours["labels"])
+  model = transformers.BertForSequenceClassification.from_pretrained(
+      args.model_dir, num_labels=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  with torch.no_grad():
+    model.classifier.weight.copy_(torch.tensor(ours["classifier"]))
+    model.classifier.bias.zero_()
+  model.train()
+  optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, eps=1e-8, weight_decay=0.0)
+  schedule = transformers.get_linear_schedule_with_warmup(optimizer, WARMUP_STEPS,
+                                                          SCHEDULE_STEPS)
+
+  def tensors(batch):
+    return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
+
+  step_losses = []
+  for step in range(STEPS):
+    batch = tensors(batches[step % len(batches)])
+    loss = model(**{k: v for k, v in batch.items() if k != "label_ids"},
+                 labels=batch["label_ids"]).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad()
+    step_losses.append(loss.item())
+  model.eval()
+  with torch.inference_mode():
+    first = tensors(batches[0])
+    logits = model(**{k: v for k, v in first.items() if k != "label_ids"}).logits.numpy()
+  common.report_result({
+      "steps": STEPS, "step_loss_max_diff": float(np.abs(np.array(step_losses) -
+                                                          ours["losses"]).max()),
+      "step_logits_max_diff": float(np.abs(logits - ours["logits"]).max()),
+      "step_logits_max": float(np.abs(logits).max())})
 
 
 def worker_hf(args):
@@ -119,13 +230,14 @@ def main():
   parser.add_argument("--glue_dir", default=os.path.join(common.SHARED_DATA, "glue"))
   parser.add_argument("--output", default=os.path.join(common.REPO_ROOT, "bench", "output",
                                                        "hf_checkpoint.json"))
-  parser.add_argument("--worker", choices=["ours", "hf"])
+  parser.add_argument("--worker", choices=["ours", "hf", "ours_steps", "hf_steps"])
   for name in ("pairs_file", "checkpoint_dir", "classifier_dir", "model_dir", "ours_output",
                "exported_dir"):
     parser.add_argument("--" + name)
   args = parser.parse_args()
   if args.worker:
-    return (worker_ours if args.worker == "ours" else worker_hf)(args)
+    return {"ours": worker_ours, "hf": worker_hf, "ours_steps": worker_ours_steps,
+            "hf_steps": worker_hf_steps}[args.worker](args)
   model_dir = pretrained.hf_directory()
   mrpc = os.path.join(args.glue_dir, "MRPC")
   if model_dir is None or not os.path.exists(os.path.join(mrpc, "dev.tsv")):
@@ -162,6 +274,13 @@ def main():
     result = run([environments.python_of("hf"), "-m", "bench.bench_hf_checkpoint", "--worker=hf",
                   "--model_dir=" + model_dir, "--ours_output=" + ours_output,
                   "--exported_dir=" + exported_dir] + common_flags, "hf")
+    steps_output = os.path.join(scratch, "ours_steps.npz")
+    run([sys.executable, "-m", "bench.bench_hf_checkpoint", "--worker=ours_steps",
+         "--checkpoint_dir=" + checkpoint_dir, "--ours_output=" + ours_output,
+         "--output=" + steps_output] + common_flags, "ours' training steps")
+    result.update(run([environments.python_of("hf"), "-m", "bench.bench_hf_checkpoint",
+                       "--worker=hf_steps", "--model_dir=" + model_dir,
+                       "--ours_output=" + steps_output], "Hugging Face's training steps"))
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
   print("In:  %d of %d MRPC dev pairs tokenized to the same ids by both sides; largest "
@@ -172,6 +291,11 @@ def main():
         "difference from ours %.2g" % (
             "no missing or unexpected weights" if not result["load_report"] else
             result["load_report"], result["logits_max_diff"]))
+  print("Training: %d steps from the same weights on the same batches, dropout off, ours "
+        "with Hugging Face Trainer's defaults against PyTorch's AdamW: losses differ by at "
+        "most %.2g, the final logits (up to %.2g) by %.2g" % (
+            result["steps"], result["step_loss_max_diff"], result["step_logits_max"],
+            result["step_logits_max_diff"]))
   common.write_text(args.output, json.dumps(result, indent=2) + "\n")
 
 

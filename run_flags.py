@@ -66,6 +66,11 @@ flags.DEFINE_bool("clip_dense_norm", False,
                   "PyTorch's clip_grad_norm_ (Hugging Face's Trainer). The original "
                   "counts a word-embedding gradient by its lookups: a token looked up "
                   "k times adds k squared slices, not the square of their sum.")
+flags.DEFINE_enum("head_initializer", "truncated_normal", ["truncated_normal", "normal"],
+                  "Fine-tuning: how the new output layer's weights are drawn (sd "
+                  "initializer_range of bert_config.json). truncated_normal is the "
+                  "original's: cut at two sd, so its values spread 0.88 times as wide; "
+                  "normal is Hugging Face's.")
 flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and input shuffling.")
 flags.DEFINE_integer("num_cpu_devices", 1,
                      "Split the CPU into this many logical devices (to run "
@@ -307,7 +312,8 @@ def driver_settings(flag_values, pad_by_default=False):
       trim_to_multiple=trim_to_multiple(f, pad_by_default), group_by_length=f.group_by_length,
       train_shuffle_buffer=f.train_shuffle_buffer,
       eval_every_steps=_value(f, "eval_every_steps", 0),
-      early_stopping_patience=_value(f, "early_stopping_patience", 0))
+      early_stopping_patience=_value(f, "early_stopping_patience", 0),
+      head_initializer=f.head_initializer)
 
 
 def export_settings(flag_values):

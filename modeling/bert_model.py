@@ -221,10 +221,13 @@ class BertWithHeads(_Model):
   `classifier`, `span`, `token_classifier`), so our object-based checkpoints
   of any task model can be restored into any other model holding the same
   parts. `num_token_labels` adds a tagger: a label per token.
+  `head_initializer` draws the fine-tuning heads' weights (classifier, span,
+  tagger): a name in layers.INITIALIZERS.
   """
 
   def __init__(self, config, masked_lm=False, next_sentence=False,
-               num_labels=None, span=False, num_token_labels=None, **kwargs):
+               num_labels=None, span=False, num_token_labels=None,
+               head_initializer="truncated_normal", **kwargs):
     kwargs.setdefault("name", "bert_with_heads")
     super().__init__(**kwargs)
     self.config = config
@@ -233,11 +236,14 @@ class BertWithHeads(_Model):
     self.masked_lm = heads.MaskedLMHead(config, name="cls_predictions") if masked_lm else None
     self.next_sentence = (heads.NextSentenceHead(config, name="cls_seq_relationship")
                           if next_sentence else None)
-    self.classifier = (heads.ClassificationHead(config, num_labels, name="classifier")
+    init = head_initializer
+    self.classifier = (heads.ClassificationHead(config, num_labels, initializer=init,
+                                                name="classifier")
                        if num_labels else None)
-    self.span = heads.SpanHead(config, name="cls_squad") if span else None
+    self.span = heads.SpanHead(config, initializer=init, name="cls_squad") if span else None
     self.token_classifier = (
-        heads.TokenClassificationHead(config, num_token_labels, name="cls_token_classification")
+        heads.TokenClassificationHead(config, num_token_labels, initializer=init,
+                                      name="cls_token_classification")
         if num_token_labels else None)
 
   def build(self, input_shape=None):

@@ -41,13 +41,14 @@ class MaskedLMHead(layers.Layer):
 
 
 class _OutputWeights(layers.Layer):
-  """logits = x @ output_weights^T + output_bias, weights stored [out, in]."""
+  """logits = x @ output_weights^T + output_bias, weights stored [out, in],
+  drawn as `initializer` (a name in layers.INITIALIZERS) says."""
 
-  def __init__(self, config, num_outputs, **kwargs):
+  def __init__(self, config, num_outputs, initializer="truncated_normal", **kwargs):
     super().__init__(**kwargs)
     self.output_weights = self.add_weight(
         name="output_weights", shape=(num_outputs, config.hidden_size),
-        initializer=layers.truncated_normal(config.initializer_range))
+        initializer=layers.INITIALIZERS[initializer](config.initializer_range))
     self.output_bias = self.add_weight(name="output_bias", shape=(num_outputs,),
                                        initializer="zeros")
 

@@ -73,6 +73,12 @@ def truncated_normal(stddev):
   return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+# How new weights may be drawn, by name: the original's, or Hugging Face's
+# (its _init_weights draws dense weights from the whole normal).
+INITIALIZERS = {"truncated_normal": truncated_normal,
+                "normal": lambda stddev: keras.initializers.RandomNormal(stddev=stddev)}
+
+
 class DeferredInitialization(object):
   """The random weights made inside `deferred_initialization()`: they hold
   zeros until `initialize()` draws the values they would have had (each

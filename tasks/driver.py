@@ -59,6 +59,7 @@ class Settings(object):
   train_shuffle_buffer: int = 100
   eval_every_steps: int = 0
   early_stopping_patience: int = 0
+  head_initializer: str = "truncated_normal"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +87,9 @@ class Task(object):
     """The examples of "train", "dev" or "test"; an error if there are none."""
     raise NotImplementedError
 
-  def build_model(self, config):
+  def build_model(self, config, head_initializer="truncated_normal"):
+    """The task's model; its new head's weights drawn as `head_initializer`
+    (a name in modeling.layers.INITIALIZERS) says."""
     raise NotImplementedError
 
   def loss(self):
@@ -200,7 +203,7 @@ def run(task, settings, strategy, config):
   s = settings
   files.makedirs(s.output_dir)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
-    model = task.build_model(config)
+    model = task.build_model(config, head_initializer=s.head_initializer)
   this = _Run(task, s, strategy, model)
   best = None
   if s.eval_every_steps:

@@ -179,3 +179,32 @@ def _evaluations_without_gain(history, step):
   seen = sorted(s for s in history if s <= step)
   best = max(seen, key=lambda s: (history[s], -s))
   return sum(1 for s in seen if s > best)
+
+
+def test_head_initializer_flag_draws_the_new_head(tmp_path):
+  """--head_initializer reaches the model: at learning rate 0 the trained
+  head is its first draw, the one a model built with that initializer after
+  the same seed holds (and the two initializers draw differently)."""
+  import keras  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  data = tmp_path / "data"
+  write_mrpc(data)
+  args = tiny_mrpc_args(data) + ["--do_train", "--learning_rate=0", "--train_batch_size=8",
+                                 "--num_train_epochs=1", "--seed=5"]
+  trained = {}
+  for name in ("truncated_normal", "normal"):
+    out = tmp_path / name
+    result = run("run_classifier.py", args + ["--head_initializer=" + name,
+                                              "--output_dir=%s" % out])
+    assert result.returncode == 0, result.stderr[-3000:]
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(out)))
+    [key] = [k for k in reader.get_variable_to_shape_map()
+             if "classifier/output_weights" in k and "optimizer" not in k]
+    trained[name] = reader.get_tensor(key)
+    keras.utils.set_random_seed(5)
+    model = modeling.BertClassifier(modeling.BertConfig.from_json_file(CONFIG), num_labels=2,
+                                    head_initializer=name)
+    np.testing.assert_array_equal(trained[name], model.classifier.output_weights.numpy())
+  assert not np.array_equal(trained["truncated_normal"], trained["normal"])

@@ -375,3 +375,28 @@ def test_deferred_weights_are_drawn_as_at_construction_unless_loaded(tmp_path):
     assert not deferral.pending
     for a, b in zip(model.weights, again.weights):
       np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_head_initializer_draws_the_original_or_hugging_faces_distribution():
+  """Every fine-tuning head: truncated_normal never passes two sd and spreads
+  0.8796 x initializer_range (the sd of a unit normal cut at +-2); normal
+  spreads initializer_range, 4.55% of it beyond two sd."""
+  import keras
+  config = _config(hidden_size=1024, intermediate_size=32, num_attention_heads=2,
+                   vocab_size=100, initializer_range=0.05)
+  spread = {"truncated_normal": 0.8796 * 0.05, "normal": 0.05}
+  for name in spread:
+    keras.utils.set_random_seed(1)
+    heads = [
+        modeling.BertClassifier(config, num_labels=3, head_initializer=name).classifier,
+        modeling.BertTagger(config, 5, head_initializer=name).token_classifier,
+        modeling.BertSpanPredictor(config, head_initializer=name).span,
+        modeling.BertMultipleChoice(config, head_initializer=name).classifier]
+    for head in heads:
+      weights = head.output_weights.numpy().ravel()  # 1,024 to 5,120 values
+      np.testing.assert_allclose(weights.std(), spread[name], rtol=0.06, err_msg=head.name)
+      beyond = np.mean(np.abs(weights) > 2 * 0.05)
+      if name == "truncated_normal":
+        assert beyond == 0, head.name
+      else:
+        assert 0.02 < beyond < 0.08, (head.name, beyond)

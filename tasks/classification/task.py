@@ -40,12 +40,14 @@ class ClassificationTask(driver.Task):
            "test": self.processor.get_test_examples}[split]
     return glue.check_examples(get(self.data_dir), _WHAT[split])
 
-  def build_model(self, config):
+  def build_model(self, config, head_initializer="truncated_normal"):
     if self.windows:
       return modeling.BertWindowClassifier(config, self.processor.num_labels,
                                            pooling=self.window_pooling,
-                                           gather_windows=self.gather_windows)
-    return modeling.BertClassifier(config, num_labels=self.processor.num_labels)
+                                           gather_windows=self.gather_windows,
+                                           head_initializer=head_initializer)
+    return modeling.BertClassifier(config, num_labels=self.processor.num_labels,
+                                   head_initializer=head_initializer)
 
   def loss(self):
     return losses.ClassifierLoss(self.processor.is_regression)

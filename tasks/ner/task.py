@@ -83,8 +83,8 @@ class NerTask(driver.Task):
         files.write_text(path, "".join(label + "\n" for label in self._labels))
     return self._labels
 
-  def build_model(self, config):
-    return modeling.BertTagger(config, len(self.labels))
+  def build_model(self, config, head_initializer="truncated_normal"):
+    return modeling.BertTagger(config, len(self.labels), head_initializer=head_initializer)
 
   def loss(self):
     return losses.TaggingLoss()

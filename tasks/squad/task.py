@@ -57,8 +57,8 @@ class SquadTask(driver.Task):
     return squad_examples.read_squad_examples(
         s.predict_file, is_training=False, version_2_with_negative=s.version_2_with_negative)
 
-  def build_model(self, config):
-    return modeling.BertSpanPredictor(config)
+  def build_model(self, config, head_initializer="truncated_normal"):
+    return modeling.BertSpanPredictor(config, head_initializer=head_initializer)
 
   def loss(self):
     return losses.SpanLoss()

@@ -29,8 +29,9 @@ class SwagTask(driver.Task):
       raise UserError("%s has no examples." % os.path.join(self.data_dir, swag.FILES[split]))
     return examples
 
-  def build_model(self, config):
-    return modeling.BertMultipleChoice(config, num_choices=swag.NUM_CHOICES)
+  def build_model(self, config, head_initializer="truncated_normal"):
+    return modeling.BertMultipleChoice(config, num_choices=swag.NUM_CHOICES,
+                                       head_initializer=head_initializer)
 
   def loss(self):
     return losses.ClassifierLoss()

@@ -502,7 +502,8 @@ def main():
                       help="More flags for our scripts, e.g. \"--adam_bias_correction "
                       "--weight_decay_rate=0 --adam_epsilon=1e-8 --decay_after_warmup "
                       "--clip_dense_norm --train_shuffle_buffer=0\" (Hugging Face Trainer's "
-                      "defaults): our runs with them are kept apart and compared with the "
+                      "defaults; --head_initializer=normal draws the new head as Hugging "
+                      "Face does): our runs with them are kept apart and compared with the "
                       "same Hugging Face runs.")
   parser.add_argument("--report_only", action="store_true",
                       help="Report the kept runs; run none.")

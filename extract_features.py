@@ -100,6 +100,7 @@ def main(_):
   config = run_flags.load_config(FLAGS)
   indexes = layer_indexes(config)
   run_flags.check_batch_size(FLAGS, "batch_size", strategy)
+  run_flags.resolve_casing(FLAGS)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   tokenizer = run_flags.load_tokenizer(FLAGS, config)
   num_lines = feature_extraction.check_input(FLAGS.input_file)

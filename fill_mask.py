@@ -63,6 +63,7 @@ def main(_):
   strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
   config = run_flags.load_config(FLAGS)
   batch_size = run_flags.check_batch_size(FLAGS, "batch_size", strategy)
+  run_flags.resolve_casing(FLAGS)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   tokenizer = run_flags.load_tokenizer(FLAGS, config)
   features = fill_mask.features_of(fill_mask.read_texts(FLAGS.input_file), tokenizer,

@@ -12,11 +12,13 @@ hand the library plain values: a strategy, a config, a tokenizer,
 `modeling.training.TrainingSettings`.
 """
 
+import os
 
 from absl import flags
 from absl import logging
 import keras
 
+from data_prep import casing
 from data_prep import tokenization
 from modeling import config as config_lib
 from modeling import training
@@ -138,7 +140,9 @@ def define_tokenizer_flags():
                       "The vocabulary file that the BERT model was trained on.")
   flags.DEFINE_bool("do_lower_case", True,
                     "Whether to lower case the input text. Should be True for uncased "
-                    "models and False for cased models.")
+                    "models and False for cased models. Default: the casing recorded "
+                    "beside --vocab_file or in --output_dir (tokenizer_config.json, "
+                    "written by the checkpoint converter and by fine-tuning), else True.")
 
 
 def define_fine_tuning_flags():
@@ -216,6 +220,19 @@ def request_limits(flag_values):
                               flag_values.serving_max_text_bytes)
 
 
+def resolve_casing(flag_values, output_dir=None):
+  """Sets --do_lower_case, when it was not given, to the casing recorded
+  beside --vocab_file (a converted Hugging Face model) or in `output_dir`
+  (a fine-tuning run's, which records the casing it tokenized with); one
+  error line when a given flag contradicts the record. Without a record
+  (the released checkpoints), the flag keeps the original's default."""
+  flag = flag_values["do_lower_case"]
+  vocab_file = flag_values.vocab_file
+  flag_values.do_lower_case = casing.resolve(
+      flag.value, not flag.using_default_value,
+      [vocab_file and os.path.dirname(vocab_file) or ".", output_dir])
+
+
 def load_tokenizer(flag_values, config):
   """The --vocab_file's FullTokenizer, checked against the config: a
   vocabulary with more entries than `vocab_size` gives ids the model has no
@@ -266,6 +283,7 @@ def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions):
   checks (--do_lower_case against a released checkpoint's name, then the
   script's own `check_flags`), then (strategy, config, tokenizer), with
   --output_dir created."""
+  resolve_casing(flag_values, flag_values.output_dir)
   tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
                                                 flag_values.init_checkpoint)
   check_flags(flag_values)
@@ -273,6 +291,7 @@ def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions):
   config = load_config(flag_values)
   tokenizer = load_tokenizer(flag_values, config)
   files.makedirs(flag_values.output_dir)
+  casing.write(flag_values.output_dir, flag_values.do_lower_case)
   return strategy, config, tokenizer
 
 

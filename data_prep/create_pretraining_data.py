@@ -25,6 +25,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from data_prep import casing
 from data_prep.pretraining import generator
 from data_prep import tokenization
 # The original's library names, where its users look for them.
@@ -45,7 +46,8 @@ flags.DEFINE_string("vocab_file", None,
                     "The vocabulary file that the BERT model was trained on.")
 flags.DEFINE_bool("do_lower_case", True,
                   "Whether to lower case the input text. Should be True for "
-                  "uncased models and False for cased models.")
+                  "uncased models and False for cased models. Default: the casing "
+                  "recorded beside --vocab_file (tokenizer_config.json), else True.")
 flags.DEFINE_bool("do_whole_word_mask", False,
                   "Whether to use whole word masking rather than per-WordPiece "
                   "masking.")
@@ -95,7 +97,12 @@ def options_from_flags():
 
 
 def tokenizer_and_inputs_from_flags():
-  """The flags' tokenizer and input files, checked before any work starts."""
+  """The flags' tokenizer and input files, checked before any work starts.
+  Sets --do_lower_case, when not given, to the casing recorded beside the
+  vocabulary (data_prep/casing.py)."""
+  flag = FLAGS["do_lower_case"]
+  FLAGS.do_lower_case = casing.resolve(flag.value, not flag.using_default_value,
+                                       [os.path.dirname(FLAGS.vocab_file) or "."])
   tokenizer = tokenization.FullTokenizer(
       vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
   generator.check_vocab(tokenizer, FLAGS.vocab_file)

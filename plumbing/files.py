@@ -191,3 +191,21 @@ def write_text(path, text):
 def write_json(path, obj, indent=2):
   """`json.dumps(obj, indent=indent)` and a newline."""
   write_text(path, json.dumps(obj, indent=indent) + "\n")
+
+
+# A fine-tuning run's --output_dir keeps its output layer's labels here, one
+# a line in the layer's order, for later runs, exports and conversions.
+LABELS_FILE = "labels.txt"
+
+
+def write_labels(directory, labels):
+  write_text(os.path.join(directory, LABELS_FILE), "".join("%s\n" % label for label in labels))
+
+
+def read_labels(directory):
+  """The labels `directory` keeps, or None."""
+  path = os.path.join(directory, LABELS_FILE)
+  if not exists(path):
+    return None
+  with (_gfile().GFile(path) if is_remote(path) else open(path, encoding="utf-8")) as f:
+    return [line.rstrip("\r\n") for line in f if line.strip()]

@@ -23,7 +23,7 @@ ALLOWED = {
     "data_prep": {"plumbing"},
     "vocab": {"plumbing", "data_prep"},
     "tasks": {"plumbing", "data_prep", "modeling", "serving"},
-    "modeling": {"plumbing"},
+    "modeling": {"plumbing", "data_prep"},
     "serving": {"plumbing", "data_prep", "modeling"},
     "demo": {"plumbing", "data_prep", "tasks"},
 }

@@ -2,11 +2,13 @@
 Hugging Face directories in and out (the library side of
 bert-convert-checkpoint, convert.py)."""
 
+import json
 import os
 
 from absl import logging
 import tensorflow as tf
 
+from data_prep import casing
 from modeling import bert_model
 from modeling import checkpoints
 from modeling.checkpoints import huggingface
@@ -58,20 +60,22 @@ def import_huggingface(directory, output_checkpoint, output_format):
         variable.assign(hf.tensors[name])
     prefix = checkpoints.save_checkpoint(model, output_checkpoint)
   output_dir = os.path.dirname(prefix) or "."
+  names = ("bert_config.json", "vocab.txt", casing.FILE_NAME)
   try:
-    with files.atomic_outputs([os.path.join(output_dir, "bert_config.json"),
-                               os.path.join(output_dir, "vocab.txt")]) as (config_out,
-                                                                            vocab_out):
+    with files.atomic_outputs([os.path.join(output_dir, n) for n in names]) as (
+        config_out, vocab_out, casing_out):
       config_out.file.write(config.to_json_string())
       vocab_out.file.write("".join(line + "\n" for line in hf.vocab))
+      casing_out.file.write(json.dumps(casing.settings(hf.do_lower_case), indent=2) + "\n")
   except BaseException:
     for leftover in tf.io.gfile.glob(prefix + ".*"):
       files.remove(leftover)
     raise
-  logging.info("Wrote %s (%s, %s format), bert_config.json (hidden_act %s) and vocab.txt "
-               "in %s. Its tokenizer %s: run the scripts with --do_lower_case=%s.",
-               prefix, hf.architecture, output_format, config.hidden_act, output_dir,
-               "lower-cases" if hf.do_lower_case else "keeps case", hf.do_lower_case)
+  logging.info("Wrote %s (%s, %s format), bert_config.json (hidden_act %s), vocab.txt and "
+               "%s in %s. Its tokenizer %s: the scripts follow that file when "
+               "--do_lower_case is not given.", prefix, hf.architecture, output_format,
+               config.hidden_act, casing.FILE_NAME, output_dir,
+               "lower-cases" if hf.do_lower_case else "keeps case")
   return prefix
 
 

@@ -13,9 +13,10 @@ LM, next sentence, classifier, SQuAD span, tagger) is carried over.
 
 Written: original or keras: a checkpoint at the prefix PATH, and from a
 Hugging Face directory also the released layout's bert_config.json and
-vocab.txt beside it; huggingface: the directory PATH, which transformers'
+vocab.txt beside it, with the tokenizer's casing (tokenizer_config.json,
+which the scripts follow); huggingface: the directory PATH, which transformers'
 from_pretrained loads (--vocab_file and --do_lower_case give its
-tokenizer).
+tokenizer; by default, the casing and labels the fine-tuning run recorded).
 """
 
 import logging as py_logging
@@ -29,11 +30,13 @@ if __package__ in (None, ""):  # Run as a file path: make the repo importable.
 from absl import flags
 from absl import logging
 
+from data_prep import casing
 from modeling import checkpoints
 from modeling.checkpoints import conversion
 from modeling.checkpoints import huggingface
 from modeling.config import BertConfig
 from plumbing import cli
+from plumbing import files
 from plumbing.errors import UserError
 
 FLAGS = flags.FLAGS
@@ -53,14 +56,16 @@ flags.DEFINE_string("vocab_file", None,
                     "vocab.txt beside --bert_config_file).")
 flags.DEFINE_bool("do_lower_case", True,
                   "With --output_format=huggingface: whether the model's tokenizer "
-                  "lower-cases, as the flag of the scripts that trained it.")
+                  "lower-cases. Default: what the fine-tuning run's directory or the "
+                  "vocabulary's directory records (tokenizer_config.json), else True.")
 flags.DEFINE_enum("hf_architecture", None, sorted(huggingface.ARCHITECTURES),
                   "With --output_format=huggingface: the transformers class to write "
                   "(default: the one the checkpoint's heads make; BertForMultipleChoice "
                   "for a run_swag.py model).")
 flags.DEFINE_list("label_names", None,
                   "With --output_format=huggingface: the classifier's label names, in "
-                  "order (config.json's id2label).")
+                  "order (config.json's id2label). Default: the labels.txt of the "
+                  "fine-tuning run's directory, else LABEL_0, LABEL_1, ...")
 
 
 def _config(required_for):
@@ -90,8 +95,15 @@ def main(_):
     if not os.path.exists(vocab_file):
       raise UserError("%s does not exist: give the model's vocabulary with --vocab_file." %
                       vocab_file)
+    # A fine-tuning run's --output_dir records the casing it tokenized with
+    # and its labels; the vocabulary's directory, the model's casing.
+    run_dir = source if os.path.isdir(source) else os.path.dirname(source)
+    do_lower_case = casing.resolve(
+        FLAGS.do_lower_case, not FLAGS["do_lower_case"].using_default_value,
+        [run_dir, os.path.dirname(vocab_file)])
+    label_names = FLAGS.label_names or files.read_labels(run_dir or ".")
     conversion.export_huggingface(config, source, FLAGS.output_checkpoint, vocab_file,
-                       FLAGS.do_lower_case, FLAGS.hf_architecture, FLAGS.label_names)
+                                  do_lower_case, FLAGS.hf_architecture, label_names)
     return
   written = conversion.convert(config, source, FLAGS.output_checkpoint, FLAGS.output_format)
   logging.info("Wrote %s (%s format).", written, FLAGS.output_format)

@@ -18,6 +18,7 @@ import struct
 
 import numpy as np
 
+from data_prep import casing
 from plumbing import files
 from plumbing.errors import UserError
 
@@ -386,32 +387,11 @@ def read_vocab(directory):
 
 
 def read_do_lower_case(directory):
-  """Whether the tokenizer lower-cases (and strips accents), as the original's
-  --do_lower_case; one error line for settings its tokenizer cannot follow.
-  Returns (do_lower_case, where it was read)."""
-  path = os.path.join(directory, "tokenizer_config.json")
-  settings, source = {}, None
-  if os.path.exists(path):
-    settings, source = _read_json(path), path
-  elif os.path.exists(os.path.join(directory, "tokenizer.json")):
-    source = os.path.join(directory, "tokenizer.json")
-    normalizer = _read_json(source).get("normalizer") or {}
-    if normalizer.get("type") == "BertNormalizer":
-      settings = {"do_lower_case": normalizer.get("lowercase", True),
-                  "strip_accents": normalizer.get("strip_accents"),
-                  "tokenize_chinese_chars": normalizer.get("handle_chinese_chars", True)}
-  lower = settings.get("do_lower_case", True)  # transformers' BertTokenizer default.
-  if not isinstance(lower, bool):
-    raise UserError("%s: \"do_lower_case\" must be true or false, got %r." % (source, lower))
-  accents = settings.get("strip_accents")
-  if accents is not None and accents != lower:
-    raise UserError("%s: \"strip_accents\": %r with \"do_lower_case\": %r: the original's "
-                    "tokenizer strips accents exactly when it lower-cases." %
-                    (source, accents, lower))
-  if settings.get("tokenize_chinese_chars", True) is False:
-    raise UserError("%s: \"tokenize_chinese_chars\": false: the original's tokenizer always "
-                    "splits CJK characters." % source)
-  return lower, source
+  """Whether the directory's tokenizer lower-cases (and strips accents), as
+  the original's --do_lower_case (transformers' default, True, where nothing
+  says); one error line for settings its tokenizer cannot follow."""
+  recorded = casing.read(directory)
+  return True if recorded is None else recorded.do_lower_case
 
 
 def read_directory(directory):
@@ -429,7 +409,7 @@ def read_directory(directory):
   if len(vocab) > config["vocab_size"]:
     raise UserError("%s: the vocabulary has %d entries, more than vocab_size %d in "
                     "config.json." % (directory, len(vocab), config["vocab_size"]))
-  do_lower_case, _ = read_do_lower_case(directory)
+  do_lower_case = read_do_lower_case(directory)
   return HuggingFaceModel(config, tensors, vocab, do_lower_case, architecture, notes)
 
 
@@ -475,8 +455,8 @@ def hf_config(config, architecture, num_outputs=None, label_names=None):
             tie_word_embeddings=True, dtype="float32")
   if architecture in ("BertForSequenceClassification", "BertForTokenClassification"):
     if label_names and len(label_names) != num_outputs:
-      raise UserError("--label_names has %d names; the classifier has %d outputs." % (
-          len(label_names), num_outputs))
+      raise UserError("%d label names (--label_names, or the run's labels.txt) for a "
+                      "classifier of %d outputs." % (len(label_names), num_outputs))
     names = label_names or ["LABEL_%d" % i for i in range(num_outputs)]
     hf["id2label"] = {str(i): name for i, name in enumerate(names)}
     hf["label2id"] = {name: i for i, name in enumerate(names)}
@@ -507,8 +487,8 @@ def hf_tensors(tensors, config, architecture):
 def tokenizer_files(do_lower_case, max_length):
   """tokenizer_config.json and special_tokens_map.json, as transformers'
   BertTokenizer reads them."""
-  config = dict(SPECIAL_TOKENS, tokenizer_class="BertTokenizer", do_lower_case=do_lower_case,
-                strip_accents=None, tokenize_chinese_chars=True, do_basic_tokenize=True,
+  config = dict(SPECIAL_TOKENS, tokenizer_class="BertTokenizer",
+                **casing.settings(do_lower_case), do_basic_tokenize=True,
                 model_max_length=max_length, clean_up_tokenization_spaces=True)
   return {"tokenizer_config.json": json.dumps(config, indent=2) + "\n",
           "special_tokens_map.json": json.dumps(SPECIAL_TOKENS, indent=2) + "\n"}

@@ -7,6 +7,11 @@
     --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \\
     --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output/
 
+  python run_classifier.py --train_file=train.csv --dev_file=dev.csv \\
+    --text_a_column=review --label_column=sentiment --do_train --do_eval ...
+
+Your own CSV, TSV or JSON Lines files take the place of --task_name and
+--data_dir (tasks/classification/user_files.py says how they are read).
 Writes what the original writes (train/eval/predict.tf_record,
 eval_results.txt, test_results.tsv) plus the task's GLUE metric and a GLUE
 submission file; `--export_dir` adds a SavedModel for TF Serving that takes
@@ -20,10 +25,13 @@ from absl import logging
 from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
 import modeling
 from plumbing import cli
+from plumbing.errors import UserError
+from plumbing import files
 import run_flags
 from tasks import driver
 from tasks.classification import glue
 from tasks.classification import task as classification
+from tasks.classification import user_files
 from tasks.classification import windows
 # The original's public names, where its users look for them.
 from tasks.classification.features import _truncate_seq_pair  # noqa: F401
@@ -80,19 +88,75 @@ flags.DEFINE_integer("max_windows", 8,
 flags.DEFINE_enum("window_pooling", "mean", modeling.BertWindowClassifier.POOLINGS,
                   "With --window_stride: a text's logits are the mean of its windows' "
                   "logits, or label by label their maximum.")
+# Your own files instead of a named task.
+flags.DEFINE_string("train_file", None,
+                    "Instead of --task_name and --data_dir: your training file, .csv, "
+                    ".tsv or .jsonl (JSON Lines); its labels are the task's (sorted, as "
+                    "numbers where all are integers), kept in <output_dir>/labels.txt.")
+flags.DEFINE_string("dev_file", None, "With --train_file: the file --do_eval scores.")
+flags.DEFINE_string("test_file", None,
+                    "With --train_file: the file --do_predict predicts (labels, if any, "
+                    "are not used).")
+flags.DEFINE_string("text_a_column", None,
+                    "Your files' text column: a header name, or a 0-based index for files "
+                    "without a header. Default: sentence1 and sentence2 (a pair) or text "
+                    "or sentence if the header has them, else its only column besides "
+                    "the label.")
+flags.DEFINE_string("text_b_column", None,
+                    "Your files' second text column, for sentence pairs.")
+flags.DEFINE_string("label_column", None,
+                    "Your files' label column: a header name (default: label) or a 0-based "
+                    "index.")
+flags.DEFINE_list("label_names", None,
+                  "With --train_file: the labels in the order of the classifier's outputs "
+                  "(default: the training file's, sorted).")
+flags.DEFINE_bool("regression", False,
+                  "With --train_file: the labels are numbers and the model predicts a "
+                  "score (squared error), evaluated by Pearson and Spearman correlation "
+                  "as STS-B.")
 flags.DEFINE_string("tfds_manual_dir", None,
                     "With --data_dir=tfds on a machine without network: a directory "
                     "holding the dataset's source files, already downloaded (the error "
                     "message names them).")
 
 
+def _user_files_processor():
+  paths = {"train": FLAGS.train_file, "dev": FLAGS.dev_file, "test": FLAGS.test_file}
+  columns = user_files.Columns.from_flags(FLAGS.text_a_column, FLAGS.text_b_column,
+                                          FLAGS.label_column)
+  labels = user_files.labels_for(paths, columns, FLAGS.label_names, FLAGS.output_dir,
+                                 FLAGS.regression)
+  return user_files.UserFilesProcessor(paths, columns, labels, FLAGS.regression)
+
+
+def _processor():
+  """The named task's processor, or one of the user's files."""
+  if FLAGS.train_file or FLAGS.dev_file or FLAGS.test_file:
+    if FLAGS.task_name or FLAGS.data_dir:
+      raise UserError("Give either --task_name and --data_dir, or your own files "
+                      "(--train_file, --dev_file, --test_file), not both.")
+    return _user_files_processor()
+  for name in ("task_name", "data_dir"):
+    if not FLAGS[name].value:
+      raise UserError("--%s is required (or give your own files with --train_file, "
+                      "--dev_file, --test_file)." % name)
+  for name in ("text_a_column", "text_b_column", "label_column", "label_names", "regression"):
+    if FLAGS[name].value:
+      raise UserError("--%s is for your own files (--train_file); --task_name=%s has its "
+                      "own." % (name, FLAGS.task_name))
+  return glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language,
+                            FLAGS.tfds_manual_dir)
+
+
 def main(_):
   logging.set_verbosity(logging.INFO)
+  processor = _processor()  # First: a mistake in a data file shows before any work.
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
+  if not processor.is_regression:
+    files.write_labels(FLAGS.output_dir, processor.get_labels())
   task = classification.ClassificationTask(
-      glue.processor_for(FLAGS.task_name, FLAGS.data_dir, FLAGS.xnli_language,
-                         FLAGS.tfds_manual_dir),
-      FLAGS.data_dir, tokenizer, FLAGS.max_seq_length, run_flags.export_settings(FLAGS),
+      processor, FLAGS.data_dir, tokenizer, FLAGS.max_seq_length,
+      run_flags.export_settings(FLAGS),
       windows=(windows.WindowSettings(FLAGS.window_stride, FLAGS.max_windows)
                if FLAGS.window_stride else None),
       window_pooling=FLAGS.window_pooling,
@@ -102,7 +166,7 @@ def main(_):
 
 def cli_main():
   """The command line (also the installed command's entry point)."""
-  for name in ("data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir"):
+  for name in ("vocab_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(name)
   cli.run(main)
 

@@ -222,15 +222,15 @@ def request_limits(flag_values):
 
 def resolve_casing(flag_values, output_dir=None):
   """Sets --do_lower_case, when it was not given, to the casing recorded
-  beside --vocab_file (a converted Hugging Face model) or in `output_dir`
-  (a fine-tuning run's, which records the casing it tokenized with); one
-  error line when a given flag contradicts the record. Without a record
-  (the released checkpoints), the flag keeps the original's default."""
+  beside --vocab_file (a converted Hugging Face model), else in
+  `output_dir` (what an earlier fine-tuning run there tokenized with); one
+  error line when a given flag contradicts the model's record. Without a
+  record (the released checkpoints), the original's default."""
   flag = flag_values["do_lower_case"]
   vocab_file = flag_values.vocab_file
   flag_values.do_lower_case = casing.resolve(
       flag.value, not flag.using_default_value,
-      [vocab_file and os.path.dirname(vocab_file) or ".", output_dir])
+      [vocab_file and os.path.dirname(vocab_file) or "."], output_dir)
 
 
 def load_tokenizer(flag_values, config):

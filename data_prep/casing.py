@@ -8,11 +8,11 @@ converted to the released layout, and a fine-tuning run's --output_dir.
 The same keys as transformers' BertTokenizer reads, so each such directory
 stays loadable there too.
 
-    lower = casing.resolve(flag_value, flag_given, [vocab_dir, output_dir],
-                           "--do_lower_case")
+    lower = casing.resolve(flag_value, flag_given, [vocab_dir], output_dir)
 
-gives the recorded casing when the flag was not given, the flag's value
-where nothing is recorded, and one error line when the two disagree.
+gives the model's recorded casing when the flag was not given, one error
+line when a given flag contradicts it, and the flag's value where nothing
+is recorded. A run's own record (--output_dir) stands in for the default.
 """
 
 import dataclasses
@@ -106,11 +106,13 @@ def write(directory, do_lower_case):
     files.write_json(path, wanted)
 
 
-def resolve(value, given, directories, flag="--do_lower_case"):
-  """The casing to tokenize with: the first record found in `directories`
-  (None entries are skipped) unless the flag was given, the flag's `value`
-  where none is; a given flag that contradicts a record is an error."""
-  for directory in directories:
+def resolve(value, given, model_dirs, run_dir=None, flag="--do_lower_case"):
+  """The casing to tokenize with. A model's record (the first found in
+  `model_dirs`; None entries are skipped) wins over the flag's default, and
+  a given flag that contradicts it is an error. A run's record (`run_dir`,
+  what an earlier run there tokenized with) only replaces the default: a
+  given flag overrides it. Without either, the flag's `value`."""
+  for directory in model_dirs:
     recorded = read(directory)
     if recorded is None:
       continue
@@ -118,8 +120,12 @@ def resolve(value, given, directories, flag="--do_lower_case"):
       raise UserError("%s=%s contradicts %s: leave the flag out to follow the model, or "
                       "correct that file if it is wrong." % (flag, bool(value),
                                                              recorded.describe()))
-    if not given and bool(value) != recorded.do_lower_case:
-      logging.info("Tokenizing with %s=%s: %s.", flag, recorded.do_lower_case,
-                   recorded.describe())
-    return recorded.do_lower_case
-  return bool(value)
+    break
+  else:
+    recorded = None if given else read(run_dir)
+  if recorded is None:
+    return bool(value)
+  if bool(value) != recorded.do_lower_case:
+    logging.info("Tokenizing with %s=%s: %s.", flag, recorded.do_lower_case,
+                 recorded.describe())
+  return recorded.do_lower_case

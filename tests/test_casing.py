@@ -54,8 +54,12 @@ def test_resolve_follows_the_record_unless_told_and_refuses_a_contradiction(tmp_
   assert casing.resolve(False, True, [cased]) is False  # A flag that agrees.
   assert casing.resolve(False, False, [empty, None]) is False  # No record: the flag.
   assert casing.resolve(True, True, [empty]) is True
+  # A run's record stands in for the default only; the model's comes first.
+  assert casing.resolve(True, False, [empty], cased) is False
+  assert casing.resolve(True, True, [empty], cased) is True
+  assert casing.resolve(True, False, [uncased], cased) is True
   with pytest.raises(UserError) as error:
-    casing.resolve(True, True, [cased], "--do_lower_case")
+    casing.resolve(True, True, [cased], uncased, "--do_lower_case")
   message = str(error.value)
   assert "--do_lower_case=True" in message and os.path.join(cased, "tokenizer_config.json") \
       in message and "cased" in message

@@ -100,7 +100,7 @@ def main(_):
     run_dir = source if os.path.isdir(source) else os.path.dirname(source)
     do_lower_case = casing.resolve(
         FLAGS.do_lower_case, not FLAGS["do_lower_case"].using_default_value,
-        [run_dir, os.path.dirname(vocab_file)])
+        [run_dir or ".", os.path.dirname(vocab_file) or "."])
     label_names = FLAGS.label_names or files.read_labels(run_dir or ".")
     conversion.export_huggingface(config, source, FLAGS.output_checkpoint, vocab_file,
                                   do_lower_case, FLAGS.hf_architecture, label_names)

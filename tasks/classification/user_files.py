@@ -1,0 +1,300 @@
+"""A classification task from the user's own files: CSV, TSV or JSON Lines,
+columns named by flag, labels found in the training file.
+
+    processor = user_files.UserFilesProcessor(
+        {"train": "train.csv", "dev": "dev.csv", "test": "test.csv"},
+        user_files.Columns(text_a="review", label="sentiment"),
+        labels=user_files.discover_labels("train.csv", columns))
+
+A file's format comes from its extension (.csv, .tsv, .jsonl or .json for
+JSON Lines); CSV and TSV are read as Python's `csv` reads them (quoting,
+CRLF, a UTF-8 byte-order mark, blank lines skipped). A column is a header
+name, or a 0-based index for files without a header. Labels are sorted
+(as numbers where they all are integers), as Hugging Face's run_glue sorts
+them; a run keeps them in --output_dir's labels.txt, which later runs,
+exports and conversions read. A regression task's labels are numbers, scored
+as STS-B is (Pearson and Spearman correlation).
+"""
+
+import csv
+import dataclasses
+import json
+import os
+from typing import Optional, Union
+
+from plumbing.errors import UserError
+from plumbing import files
+from tasks.classification.features import InputExample
+from tasks.classification.glue import DataProcessor
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+# Header names read as the texts when --text_a_column is not given.
+_PAIR_NAMES = ("sentence1", "sentence2")
+_TEXT_NAMES = ("text", "sentence")
+
+Column = Union[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns(object):
+  """Where the texts and the label are: header names, or 0-based indexes
+  (files without a header). `text_a` None: found from the header."""
+  text_a: Optional[Column] = None
+  text_b: Optional[Column] = None
+  label: Optional[Column] = None
+
+  @classmethod
+  def from_flags(cls, text_a, text_b, label):
+    """From the flags' strings: all indexes (digits), or all names."""
+    given = [v for v in (text_a, text_b, label) if v not in (None, "")]
+    numeric = [v.isdigit() for v in given]
+    if any(numeric) and not all(numeric):
+      raise UserError("--text_a_column, --text_b_column and --label_column must all be "
+                      "header names, or all 0-based indexes (for files without a header); "
+                      "got %s." % ", ".join(given))
+    as_column = lambda v: None if v in (None, "") else int(v) if v.isdigit() else v
+    return cls(as_column(text_a), as_column(text_b), as_column(label))
+
+  @property
+  def has_header(self):
+    return not any(isinstance(c, int) for c in (self.text_a, self.text_b, self.label))
+
+
+def file_format(path, flag):
+  extension = os.path.splitext(path)[1].lower()
+  if extension not in FORMATS:
+    raise UserError("%s=%s: unknown file type %r; give a .csv, .tsv or .jsonl file." %
+                    (flag, path, extension))
+  return FORMATS[extension]
+
+
+def _rows(path, flag):
+  """(line number, row) for each non-blank row: a list of fields (CSV, TSV)
+  or a dict (JSON Lines)."""
+  kind = file_format(path, flag)
+  if not os.path.exists(path):
+    raise UserError("%s=%s: no such file." % (flag, path))
+  try:
+    with open(path, encoding="utf-8-sig", newline="") as f:
+      if kind == "jsonl":
+        for number, line in enumerate(f, 1):
+          if not line.strip():
+            continue
+          try:
+            row = json.loads(line)
+          except ValueError as e:
+            raise UserError("%s:%d: not a JSON object (%s)." % (path, number, e)) from None
+          if not isinstance(row, dict):
+            raise UserError("%s:%d: expected a JSON object, got %s." % (
+                path, number, type(row).__name__))
+          yield number, row
+      else:
+        reader = csv.reader(f, delimiter="," if kind == "csv" else "\t")
+        start = 1
+        for row in reader:
+          if row and any(field.strip() for field in row):
+            yield start, row
+          start = reader.line_num + 1
+  except UnicodeDecodeError as e:
+    raise UserError("%s: not UTF-8 text (%s)." % (path, e)) from None
+  except csv.Error as e:
+    raise UserError("%s: %s." % (path, e)) from None
+
+
+class _Table(object):
+  """A file's rows with its header (if the columns are names), and the
+  lookup of a column in a row."""
+
+  def __init__(self, path, flag, columns):
+    self.path, self.columns = path, columns
+    rows = list(_rows(path, flag))
+    self.jsonl = file_format(path, flag) == "jsonl"
+    if self.jsonl and not columns.has_header:
+      raise UserError("%s: JSON Lines rows are objects: name the columns by key, not by "
+                      "index." % path)
+    self.header = None
+    if columns.has_header and not self.jsonl:
+      if not rows:
+        raise UserError("%s has no header line." % path)
+      self.header = [name.strip() for name in rows.pop(0)[1]]
+    self.rows = rows
+
+  def names(self):
+    if self.header is not None:
+      return self.header
+    return list(self.rows[0][1]) if self.rows and self.jsonl else []
+
+  def has(self, column):
+    if isinstance(column, int):
+      return True
+    return column in self.names() or (self.jsonl and any(column in r for _, r in self.rows))
+
+  def value(self, number, row, column, what):
+    """The field of `row` at `column`; an error naming the line if missing."""
+    if self.jsonl:
+      if column not in row:
+        raise UserError("%s:%d: no %r key (the %s column)." % (self.path, number, column,
+                                                                what))
+      value = row[column]
+      return value if isinstance(value, str) else json.dumps(value)
+    index = self.header.index(column) if self.header is not None else column
+    if index >= len(row):
+      raise UserError("%s:%d: %d fields, no column %s (the %s column)." % (
+          self.path, number, len(row), column if isinstance(column, int) else repr(column),
+          what))
+    return row[index]
+
+
+def _text_columns(table, columns, flag):
+  """(text_a, text_b) columns: as given, else from the header."""
+  if columns.text_a is not None:
+    for column, name in ((columns.text_a, "--text_a_column"),
+                         (columns.text_b, "--text_b_column")):
+      if column is not None and not table.has(column):
+        raise UserError("%s=%s: %s has no column %r (columns: %s)." % (
+            name, column, table.path, column, ", ".join(table.names())))
+    return columns.text_a, columns.text_b
+  names = [n for n in table.names() if n != columns.label]
+  if all(n in names for n in _PAIR_NAMES):
+    return _PAIR_NAMES
+  for name in _TEXT_NAMES:
+    if name in names:
+      return name, None
+  if len(names) == 1:
+    return names[0], None
+  raise UserError("%s=%s: say which column holds the text with --text_a_column (and "
+                  "--text_b_column for pairs); its columns are %s." % (
+                      flag, table.path, ", ".join(names) or "none"))
+
+
+def _label_column(table, columns, flag, required):
+  """The label column, or None where a test file has none."""
+  label = "label" if columns.label is None and columns.has_header else columns.label
+  if label is None:
+    raise UserError("--label_column: give the label's 0-based index (the text columns are "
+                    "indexes: %s has no header)." % table.path)
+  if isinstance(label, int) or table.has(label):
+    return label
+  if not required:
+    return None
+  raise UserError("%s=%s has no label column %r (columns: %s): name it with "
+                  "--label_column." % (flag, table.path, label, ", ".join(table.names())))
+
+
+def _number(value, source):
+  try:
+    return float(value)
+  except ValueError:
+    raise UserError("%s: the label %r is not a number (--regression)." % (source,
+                                                                         value)) from None
+
+
+def _label_order(values):
+  """Labels sorted, as numbers where every one is an integer."""
+  def as_int(v):
+    try:
+      return int(v)
+    except ValueError:
+      return None
+  if all(as_int(v) is not None for v in values):
+    return sorted(values, key=lambda v: (as_int(v), v))
+  return sorted(values)
+
+
+def discover_labels(path, columns, flag="--train_file"):
+  """The training file's distinct labels, in order (see the module doc)."""
+  table = _Table(path, flag, columns)
+  label = _label_column(table, columns, flag, required=True)
+  values = {table.value(n, row, label, "label").strip() for n, row in table.rows}
+  if not values:
+    raise UserError("%s=%s has no rows." % (flag, path))
+  return _label_order(values)
+
+
+def labels_for(paths, columns, label_names, output_dir, regression=False):
+  """The label list of a run: --label_names, else the labels.txt of an
+  earlier run in `output_dir`, else the training file's labels."""
+  if regression:
+    return [None]
+  kept = files.read_labels(output_dir)
+  if label_names:
+    if len(set(label_names)) != len(label_names):
+      raise UserError("--label_names names a label twice: %s." % ",".join(label_names))
+    if kept and list(kept) != list(label_names):
+      raise UserError("--label_names=%s differs from %s (%s), which the model in "
+                      "--output_dir was trained with: use a new --output_dir." % (
+                          ",".join(label_names), os.path.join(output_dir, files.LABELS_FILE),
+                          ",".join(kept)))
+    return list(label_names)
+  if kept:
+    return kept
+  if not paths.get("train"):
+    raise UserError("No labels: --output_dir has no %s of an earlier run; give --train_file "
+                    "(its labels) or --label_names." % files.LABELS_FILE)
+  return discover_labels(paths["train"], columns)
+
+
+class UserFilesProcessor(DataProcessor):
+  """The DataProcessor of a task from the user's files. `paths`: split ->
+  path (or None); `labels`: the label list (ignored with `regression`)."""
+
+  names = ("user_files",)
+  submission_name = "test_predictions"
+
+  _FLAGS = {"train": "--train_file", "dev": "--dev_file", "test": "--test_file"}
+
+  def __init__(self, paths, columns, labels=(), regression=False):
+    self.paths, self.columns = paths, columns
+    self.is_regression = regression
+    self.labels = (None,) if regression else tuple(labels)
+    self.metrics = ("f1",) if len(self.labels) == 2 else ()
+    first = next((p, self._FLAGS[s]) for s, p in sorted(paths.items()) if p)
+    table = _Table(first[0], first[1], columns)
+    a, b = _text_columns(table, columns, first[1])
+    self.text_columns = (a, b)
+    self.single_sentence = b is None
+    # Every file is read now: a mistake in the dev file shows before training.
+    self._read = {split: self._examples(split) for split, path in paths.items() if path}
+
+  def _examples(self, split):
+    path, flag = self.paths[split], self._FLAGS[split]
+    table = _Table(path, flag, self.columns)
+    a, b = self.text_columns
+    _text_columns(table, Columns(a, b, self.columns.label), flag)  # Each file has them.
+    label_column = _label_column(table, self.columns, flag, required=split != "test")
+    examples = []
+    for i, (number, row) in enumerate(table.rows):
+      source = "%s:%d" % (path, number)
+      label = None
+      if label_column is not None:
+        value = table.value(number, row, label_column, "label").strip()
+        if self.is_regression:
+          label = _number(value, source)
+        elif value not in self.labels:
+          raise UserError("%s: the label %r is not one of the training labels (%s)." % (
+              source, value, ", ".join(self.labels)))
+        else:
+          label = value
+      if split == "test":
+        label = 0.0 if self.is_regression else self.labels[0]
+      examples.append(InputExample(
+          guid="%s-%d" % (split, i), text_a=table.value(number, row, a, "text"),
+          text_b=None if b is None else table.value(number, row, b, "text_b"),
+          label=label, source=source, index=str(i) if split == "test" else None))
+    return examples
+
+  def _split(self, split):
+    if split not in self._read:
+      flag = self._FLAGS[split]
+      raise UserError("%s is needed for this run (%s)." % (
+          flag, {"train": "--do_train", "dev": "--do_eval", "test": "--do_predict"}[split]))
+    return self._read[split]
+
+  def get_train_examples(self, data_dir):
+    return self._split("train")
+
+  def get_dev_examples(self, data_dir):
+    return self._split("dev")
+
+  def get_test_examples(self, data_dir):
+    return self._split("test")

@@ -299,3 +299,57 @@ def test_hugging_face_start_runs_as_written(tmp_path):
     assert written["bert." + name].shape == value.shape, name
   assert not np.array_equal(written["bert.encoder.layer.0.intermediate.dense.weight"],
                             source["encoder.layer.0.intermediate.dense.weight"])
+
+
+def _write_reviews(directory):
+  """train/dev/test.csv as the README's own-data section describes them; the
+  test file has no label column."""
+  os.makedirs(directory, exist_ok=True)
+  words = {"positive": "the big red house is a cat", "negative": "the dog ran on the mat"}
+  for split, rows in (("train", 16), ("dev", 8), ("test", 5)):
+    with open(os.path.join(directory, split + ".csv"), "w", encoding="utf-8",
+              newline="") as f:
+      writer = csv.writer(f)
+      writer.writerow(["review"] if split == "test" else ["review", "sentiment"])
+      for i in range(rows):
+        label = ("negative", "positive")[i % 2]
+        writer.writerow([words[label] + ", %d." % i] + ([] if split == "test" else [label]))
+
+
+def test_own_data_runs_as_written(tmp_path):
+  """The README's "Fine-tune on your own data", as written, from a cased
+  Hugging Face directory: the casing is followed without a flag, the labels
+  are the file's names, and both reach the export and the directory
+  converted back."""
+  from hf_directories import SIZES, write_hf_directory  # pylint: disable=g-import-not-at-top
+  hf_dir = write_hf_directory(tmp_path / "hf", "BertModel",
+                              sizes=dict(SIZES, max_position_embeddings=128),
+                              tokenizer_config={"do_lower_case": False})
+  data = str(tmp_path / "reviews")
+  _write_reviews(data)
+  commands = _quick_start_commands("## Fine-tune on your own data")
+  assert len(commands) == 4, commands
+  outputs = []
+  for command in commands:
+    command = command.replace("/tmp/", str(tmp_path) + "/")
+    command = command.replace(".venv/bin/python", shlex.quote(sys.executable), 1)
+    result = subprocess.run(["bash", "-c", command], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=600,
+                            env=dict(os.environ, HF_DIR=hf_dir, MY_DATA=data,
+                                     TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, command + "\n" + result.stderr[-3000:]
+    outputs.append(result)
+  output_dir = tmp_path / "reviews_output"
+  assert (output_dir / "labels.txt").read_text() == "negative\npositive\n"
+  assert json.loads((output_dir / "tokenizer_config.json").read_text())["do_lower_case"] is False
+  assert "Tokenizing with --do_lower_case=False" in outputs[1].stderr
+  assert "eval_f1" in (output_dir / "eval_results.txt").read_text()
+  with open(output_dir / "test_predictions.tsv", encoding="utf-8") as f:
+    rows = list(csv.reader(f, delimiter="\t"))
+  assert rows[0] == ["index", "prediction"] and len(rows) == 6
+  assert {r[1] for r in rows[1:]} <= {"negative", "positive"}
+  assert re.search(r'"(negative|positive)"', outputs[2].stdout), outputs[2].stdout
+  model = tmp_path / "reviews_model"
+  config = json.loads((model / "config.json").read_text())
+  assert config["id2label"] == {"0": "negative", "1": "positive"}
+  assert json.loads((model / "tokenizer_config.json").read_text())["do_lower_case"] is False

@@ -7,7 +7,8 @@ learning rates and epochs, random restarts, the best run chosen on dev.
     --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \\
     --max_seq_length=128 --grid_restarts=5 --do_predict --output_dir=/tmp/mrpc_grid/
 
-Every run_classifier.py flag is taken and given to each run; the grid sets
+Every run_classifier.py flag is taken and given to each run (your own files,
+--train_file and the rest, instead of --task_name and --data_dir too); the grid sets
 --train_batch_size, --learning_rate, --num_train_epochs, --seed (--seed plus
 the restart's number) and --output_dir (<output_dir>/runs/<run>) per run.
 Selection is by the task's GLUE metric on dev: Spearman correlation (STS-B),
@@ -120,7 +121,7 @@ def main(_):
 
 def cli_main():
   """The command line (also the installed command's entry point)."""
-  for name in ("task_name", "data_dir", "vocab_file", "bert_config_file", "output_dir"):
+  for name in ("vocab_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(name)
   cli.run(main)
 

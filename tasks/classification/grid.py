@@ -89,10 +89,12 @@ def write_tables(output_dir, rows, best_row):
 
 
 def copy_best(run_dir, best_dir):
-  """The best run's results files (eval_results.txt, test_results.tsv and
-  the GLUE submission file) into `best_dir`; returns their names."""
+  """The best run's results files (eval_results.txt, labels.txt,
+  test_results.tsv and the GLUE submission file) into `best_dir`; returns
+  their names."""
   os.makedirs(best_dir, exist_ok=True)
-  names = sorted(n for n in os.listdir(run_dir) if n == "eval_results.txt" or n.endswith(".tsv"))
+  names = sorted(n for n in os.listdir(run_dir)
+                 if n in ("eval_results.txt", files.LABELS_FILE) or n.endswith(".tsv"))
   for name in names:
     with open(os.path.join(run_dir, name), "rb") as f:
       data = f.read()

@@ -5,8 +5,10 @@ Serving: raw text in, entities out.
                   max_seq_length=128, doc_stride=64, label_list=labels)
 
 Signatures:
-  * `serving_default`: `text` [batch] in. The text is split into words at
-    whitespace (as CoNLL files hold one word a line), each word into
+  * `serving_default`: `text` [batch] in. The text is split into words as
+    the original's BasicTokenizer splits it (serving/words.py: at whitespace,
+    and each punctuation mark and CJK ideograph a word of its own, so no
+    entity takes in the comma or period beside it), each word into
     WordPieces; a text longer than a sequence is cut into windows as
     run_ner.py cuts sentences, and each word is tagged from its first piece
     in the window that gives it the most context. Out, per text, up to
@@ -29,46 +31,19 @@ import modeling
 from plumbing import tf_example
 from serving import export
 from serving import squad_ops
-
-_SPACES = [c for c in range(0x110000) if chr(c).isspace()]
+from serving import words as words_lib
 
 
 def _lengths(ragged):
   return tf.cast(ragged.row_lengths(), tf.int32)
 
 
-def words_of(texts):
-  """The whitespace-separated words of each text (as str.split() splits):
-  (words [batch, (words)] strings, start and end [batch, (words)] int32
-  code-point offsets, end excluded)."""
-  chars = tf.strings.unicode_decode(texts, "UTF-8", errors="replace")
-  flat = chars.flat_values
-  space = tf.reduce_any(tf.equal(flat[:, None], tf.constant(_SPACES, tf.int32)[None, :]),
-                        axis=1)
-  position = tf.ragged.range(_lengths(chars)).flat_values
-  is_space = chars.with_flat_values(space)
-  before = tf.concat([tf.ones_like(is_space[:, :1]), is_space[:, :-1]], axis=1).flat_values
-  after = tf.concat([is_space[:, 1:], tf.ones_like(is_space[:, :1])], axis=1).flat_values
-  row = tf.cast(chars.value_rowids(), tf.int32)
-  starts = tf.boolean_mask(position, ~space & before)
-  ends = tf.boolean_mask(position + 1, ~space & after)
-  word_row = tf.boolean_mask(row, ~space & before)
-  batch = tf.shape(texts, out_type=tf.int64)[0]
-  rows = tf.cast(word_row, tf.int64)  # Row splits as the tokenizer's, int64.
-  start = tf.RaggedTensor.from_value_rowids(starts, rows, nrows=batch)
-  end = tf.RaggedTensor.from_value_rowids(ends, rows, nrows=batch)
-  offsets = tf.gather(tf.cast(chars.row_splits, tf.int32), word_row)
-  index = tf.ragged.range(starts + offsets, ends + offsets)
-  words = tf.strings.unicode_encode(tf.gather(flat, index), "UTF-8")
-  return start.with_flat_values(words), start, end
-
-
 def windows(tokenizer, texts, max_seq_length, doc_stride):
   """The windows of every text's WordPieces, as tasks/ner/features.py makes
   them: {input_ids, input_mask, segment_ids [windows, max_seq_length],
   example [windows] (its text), word [windows, max_seq_length] (the word a
-  position labels, -1 if none)} and the words (words_of)."""
-  words, word_start, word_end = words_of(texts)
+  position labels, -1 if none)} and the words (serving/words.py's words_of)."""
+  words, word_start, word_end = words_lib.words_of(texts)
   pieces = tokenizer.tokenize_to_ids(words.flat_values)  # [all words, (pieces)]
   empty = tf.equal(_lengths(pieces), 0)  # A word of no piece is [UNK].
   unk = tf.ragged.boolean_mask(tf.fill([tf.shape(empty)[0], 1], tokenizer.unk_id),

@@ -1,5 +1,5 @@
-"""Named-entity data (tasks/ner/): the CoNLL reader and its tag schemes,
-first-piece labels and windows, and the entity scores against the CoNLL
+"""Named-entity data (tasks/ner/): the CoNLL and JSON Lines readers and the
+tag schemes, first-piece labels and windows, and the entity scores against the CoNLL
 shared task's own scorer (tests/data/ner_reference/conlleval.json, made by
 running it: tests/reference_makers/make_conlleval_reference.py)."""
 
@@ -15,7 +15,9 @@ from data_prep import tokenization
 from plumbing.errors import UserError
 from tasks.ner import conll
 from tasks.ner import features
+from tasks.ner import json_lines
 from tasks.ner import metrics
+from tasks.ner import task as ner_task
 
 REFERENCE = data_file("ner_reference/conlleval.json")
 UNCASED = data_file("vocab/bert_uncased_vocab.txt")
@@ -63,6 +65,64 @@ def test_reader_names_the_line_of_a_bad_one(tmp_path):
   with pytest.raises(UserError, match="has no dev file"):
     conll.split_file(str(tmp_path / "nothing"), "dev")
   assert conll.split_file(str(tmp_path), "train").endswith("train.txt")
+
+
+def test_json_lines_are_read_as_the_same_rows_in_conll(tmp_path):
+  """Hugging Face datasets' conll2003 layout (tags as strings under
+  `ner_tags`, other keys ignored), or `tags`; blank lines and sentences of
+  no token skipped; a BOM and CRLF line ends read as plain lines."""
+  rows = [(["EU", "rejects", "German", "call"], ["B-ORG", "O", "B-MISC", "O"]),
+          (["Peter", "Blackburn"], ["B-PER", "I-PER"]),
+          (["Zoë", "in", "Montréal", "\"", "(", "Québec", ")"], ["B-PER", "O", "B-LOC", "O", "O",
+                                                            "B-LOC", "O"])]
+  lines = [json.dumps({"id": "0", "tokens": rows[0][0], "pos_tags": [22, 42, 16, 21],
+                       "chunk_tags": [11, 21, 11, 12], "ner_tags": rows[0][1]}),
+           "", json.dumps({"tokens": [], "ner_tags": []}),
+           json.dumps({"tokens": rows[1][0], "tags": rows[1][1]}),
+           json.dumps({"tags": rows[2][1], "tokens": rows[2][0]}, ensure_ascii=False)]
+  path = _write(tmp_path / "train.jsonl", "\ufeff" + "\n".join(lines) + "\n", "\r\n")
+  conll_path = _write(tmp_path / "train.txt", "\n\n".join(
+      "\n".join("%s %s" % pair for pair in zip(*row)) for row in rows) + "\n")
+  sentences = json_lines.read_sentences(path)
+  assert [(s.words, s.tags) for s in sentences] == [
+      (s.words, s.tags) for s in conll.read_sentences(conll_path)] == [
+          (list(w), list(t)) for w, t in rows]
+  assert [s.source for s in sentences] == [path + ":1", path + ":4", path + ":5"]
+  # The file's name says how it is read.
+  assert ner_task.read_labelled_file(path) == sentences
+  assert ner_task.read_labelled_file(conll_path) == conll.read_sentences(conll_path)
+  upper = _write(tmp_path / "TRAIN.JSONL", lines[3] + "\n")
+  assert [s.words for s in ner_task.read_labelled_file(upper)] == [rows[1][0]]
+
+
+@pytest.mark.parametrize("line,message", [
+    ('{"tokens": ["EU"], "tags": ["B-ORG"]', r"train.jsonl:2: not JSON \(Expecting"),
+    ('["EU", "B-ORG"]', r"train.jsonl:2: not a JSON object"),
+    ('{"words": ["EU"], "tags": ["B-ORG"]}', r'train.jsonl:2: no "tokens" key'),
+    ('{"tokens": ["EU"], "labels": ["B-ORG"]}', r'train.jsonl:2: no "tags" key.*"ner_tags"'),
+    ('{"tokens": ["EU", "rejects"], "tags": ["B-ORG"]}',
+     r"train.jsonl:2: 2 tokens but 1 tags; give one tag per token"),
+    ('{"tokens": "EU rejects", "tags": ["B-ORG", "O"]}', r'train.jsonl:2: "tokens" and "tags" '
+     r"must be lists"),
+    ('{"tokens": ["EU", "rejects"], "ner_tags": [3, 0]}',
+     r'train.jsonl:2: "ner_tags" holds numbers \(3\); give the tags as strings'),
+    ('{"tokens": ["EU"], "tags": ["X-ORG"]}', r'train.jsonl:2: tag "X-ORG" is neither O nor'),
+    ('{"tokens": ["EU"], "tags": [null]}', r"train.jsonl:2: tag null is neither O nor"),
+    ('{"tokens": ["New York"], "tags": ["B-LOC"]}',
+     r'train.jsonl:2: token "New York" is not a word'),
+    ('{"tokens": [""], "tags": ["O"]}', r'train.jsonl:2: token "" is not a word'),
+])
+def test_json_lines_name_the_line_of_a_bad_one(tmp_path, line, message):
+  path = _write(tmp_path / "train.jsonl", '{"tokens": ["Fine"], "tags": ["O"]}\n' + line + "\n")
+  with pytest.raises(UserError, match=message):
+    json_lines.read_sentences(path)
+
+
+def test_json_lines_of_invalid_utf8_name_the_line(tmp_path):
+  path = tmp_path / "dev.jsonl"
+  path.write_bytes(b'{"tokens": ["ok"], "tags": ["O"]}\n{"tokens": ["caf\xe9"], "tags": ["O"]}\n')
+  with pytest.raises(UserError, match=r"dev.jsonl:2: not UTF-8"):
+    json_lines.read_sentences(str(path))
 
 
 @pytest.mark.parametrize("case,scheme", [("iob1", "IOB1"), ("hand", "IOB2"),

@@ -1,7 +1,9 @@
 """run_ner.py end to end on a tiny model: it learns a synthetic tagging task,
 its eval_results.txt and test_results.txt are the CoNLL scorer's figures for
 its predictions.txt (written in each file's scheme), the export finds in raw
-text the entities --do_predict found, and bad input is one line."""
+text the entities --do_predict found, --predict_file finds in raw text lines
+the entities the export finds (punctuation apart), and bad input is one
+line."""
 
 import json
 import os
@@ -21,7 +23,8 @@ UNCASED = data_file("vocab/bert_uncased_vocab.txt")
 PEOPLE = ["john", "mary", "peter", "susan", "david", "laura", "james", "anna"]
 SURNAMES = ["smith", "jones", "brown", "garcia", "miller", "wilson"]
 PLACES = ["paris", "london", "berlin", "madrid", "tokyo", "cairo", "lima", "oslo"]
-FILLER = ["the", "a", "said", "in", "went", "to", "and", "met", "from", "today", "with", "saw"]
+FILLER = ["the", "a", "said", "in", "went", "to", "and", "met", "from", "today", "with", "saw",
+          ",", ".", "(", ")", "!", ":", '"']  # Punctuation its own token, as CoNLL's.
 CONFIG = {"vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2,
           "num_attention_heads": 2, "intermediate_size": 64, "hidden_act": "gelu_exact",
           "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
@@ -30,7 +33,8 @@ CONFIG = {"vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2,
 
 def _sentence(rng, length):
   """Words with their IOB2 tags: people (a first name and, half the time, a
-  surname: PER), places (LOC), each followed by a filler word."""
+  surname: PER), places (LOC), each followed by a filler word or a
+  punctuation mark (O)."""
   words, tags = [], []
   while len(words) < length:
     roll = rng.random()
@@ -70,6 +74,24 @@ def _data(directory):
   return test
 
 
+def _raw_texts():
+  """Raw text lines: punctuation against names, spaces, Unicode, an empty
+  line, and a line of about 3,000 characters (many windows)."""
+  rng = random.Random(9)
+  long_line = ""
+  while len(long_line) < 3000:
+    words, _ = _sentence(rng, rng.randint(3, 12))
+    long_line += " ".join(words) + rng.choice([". ", ", ", "! ", " (Oslo). ", "\t"])
+  return ["John Smith went to Paris.", "Mary met Peter Jones in Berlin, Madrid and Tokyo.",
+          "(Lima).", "", "  Susan   said:\t\"Cairo!\"  ", "Anna Garcia 😀 saw Oslo—today.",
+          long_line, "Laura Miller, David Brown and James Wilson met in London (Lima)."]
+
+
+def _entities(path):
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
 def _read_results(path):
   return {k: float(v) for k, v in read_eval_results(path).items()}
 
@@ -81,12 +103,16 @@ def test_learns_tags_scores_as_conlleval_and_exports(tmp_path):
   config.write_text(json.dumps(CONFIG))
   output_dir = tmp_path / "out"
   export_dir = tmp_path / "export"
+  raw_texts = _raw_texts()
+  raw_file = tmp_path / "texts.txt"
+  raw_file.write_text("".join(text + "\n" for text in raw_texts), encoding="utf-8")
   result = subprocess.run(
       [sys.executable, "run_ner.py", "--do_train", "--do_eval", "--do_predict",
        "--data_dir=" + data_dir, "--vocab_file=" + UNCASED, "--bert_config_file=%s" % config,
        "--output_dir=%s" % output_dir, "--max_seq_length=32", "--doc_stride=12",
        "--train_batch_size=16", "--learning_rate=3e-3", "--num_train_epochs=4",
-       "--eval_batch_size=16", "--predict_batch_size=16", "--export_dir=%s" % export_dir],
+       "--eval_batch_size=16", "--predict_batch_size=16", "--export_dir=%s" % export_dir,
+       "--predict_file=%s" % raw_file],
       cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   assert result.returncode == 0, result.stderr[-3000:]
@@ -134,24 +160,111 @@ def test_learns_tags_scores_as_conlleval_and_exports(tmp_path):
   entities = sum(out["num_entities"])
   assert entities == sum(counts.found.values())
 
+  # --predict_file: per line, the entities the export finds in it, none
+  # taking in the punctuation beside it.
+  found = _entities(output_dir / "entities.jsonl")
+  assert [line["text"] for line in found] == raw_texts
+  out = serve_from_fresh_process(export_dir, text=raw_texts)
+  for i, line in enumerate(found):
+    exported = [(out["entity_type"][i][k], out["entity_start"][i][k], out["entity_end"][i][k],
+                 out["entity_text"][i][k]) for k in range(out["num_entities"][i])]
+    assert [(e["type"], e["start"], e["end"], e["text"]) for e in line["entities"]] == exported
+    for e, score in zip(line["entities"], out["entity_score"][i]):
+      assert e["text"] == raw_texts[i][e["start"]:e["end"]]
+      assert e["score"] == pytest.approx(score, abs=1e-5)
+  assert [[(e["type"], e["text"]) for e in found[i]["entities"]] for i in (0, 1, 2, 7)] == [
+      [("PER", "John Smith"), ("LOC", "Paris")],
+      [("PER", "Mary"), ("PER", "Peter Jones"), ("LOC", "Berlin"), ("LOC", "Madrid"),
+       ("LOC", "Tokyo")],
+      [("LOC", "Lima")],
+      [("PER", "Laura Miller"), ("PER", "David Brown"), ("PER", "James Wilson"),
+       ("LOC", "London"), ("LOC", "Lima")]]
+  assert found[3]["entities"] == [] and len(found[6]["entities"]) > 50
+
+  # Later, the trained model alone: the same entities.
+  (tmp_path / "few.txt").write_text("\n".join(raw_texts[:3]), encoding="utf-8")
+  result = subprocess.run(
+      [sys.executable, "run_ner.py", "--predict_file=%s" % (tmp_path / "few.txt"),
+       "--vocab_file=" + UNCASED, "--bert_config_file=%s" % config,
+       "--output_dir=%s" % output_dir, "--max_seq_length=32", "--doc_stride=12"],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert result.returncode == 0, result.stderr[-3000:]
+  again = _entities(output_dir / "entities.jsonl")
+  assert [line["text"] for line in again] == raw_texts[:3]
+  for line, before in zip(again, found):
+    assert [(e["type"], e["start"], e["end"]) for e in line["entities"]] == [
+        (e["type"], e["start"], e["end"]) for e in before["entities"]]
+
 
 def test_bad_input_is_one_line(tmp_path):
   bad, no_dev = tmp_path / "bad", tmp_path / "no_dev"
   for directory, train in ((bad, "John B-PER\nsaid\n"), (no_dev, "John B-PER\nsaid O\n")):
     directory.mkdir()
     (directory / "train.txt").write_text(train)
+  bad_json = tmp_path / "train.jsonl"
+  bad_json.write_text('{"tokens": ["John"], "tags": ["B-PER"]}\n'
+                      '{"tokens": ["said"], "tags": [0]}\n')
+  bad_text = tmp_path / "texts.txt"
+  bad_text.write_bytes(b"John Smith flew to Paris.\nCaf\xe9\n")
   config = tmp_path / "bert_config.json"
   config.write_text(json.dumps(CONFIG))
   base = ["--vocab_file=" + UNCASED, "--bert_config_file=%s" % config, "--max_seq_length=32"]
-  bad_line, missing_dev, bad_stride = run_cli_cases("run_ner.py", [
-      base + ["--data_dir=%s" % bad, "--do_train", "--output_dir=%s" % (tmp_path / "a")],
-      base + ["--data_dir=%s" % no_dev, "--do_eval", "--output_dir=%s" % (tmp_path / "b")],
-      base + ["--data_dir=%s" % no_dev, "--do_train", "--doc_stride=0",
-              "--output_dir=%s" % (tmp_path / "c")]])
-  for result, fragment in ((bad_line, "train.txt:2: expected a word and its tag"),
-                           (missing_dev, "has no dev file"), (bad_stride, "--doc_stride=0")):
+  train_file = "--train_file=%s" % (no_dev / "train.txt")
+  cases = [
+      (["--data_dir=%s" % bad, "--do_train"], "train.txt:2: expected a word and its tag"),
+      (["--data_dir=%s" % no_dev, "--do_eval"], "has no dev file"),
+      (["--data_dir=%s" % no_dev, "--do_train", "--doc_stride=0"], "--doc_stride=0"),
+      (["--train_file=%s" % bad_json, "--do_train"],
+       'train.jsonl:2: "tags" holds numbers (0); give the tags as strings'),
+      (["--data_dir=%s" % no_dev, train_file, "--do_train"], "either --data_dir or your own"),
+      ([train_file, "--do_train", "--do_eval"], "--do_eval needs --dev_file"),
+      ([train_file, "--dev_file=%s" % (tmp_path / "missing.jsonl"), "--do_train"],
+       "--dev_file=%s: no such file" % (tmp_path / "missing.jsonl")),
+      (["--do_train"], "No train file: give --train_file or --data_dir"),
+      ([train_file, "--do_train", "--predict_file=%s" % bad_text],
+       "texts.txt:2: not UTF-8 (byte 4 of the line"),
+  ]
+  results = run_cli_cases("run_ner.py", [
+      base + args + ["--output_dir=%s" % (tmp_path / ("out%d" % i))]
+      for i, (args, _) in enumerate(cases)])
+  for result, (_, fragment) in zip(results, cases):
     assert_one_line_error(result, "run_ner.py", fragment)
-  assert not os.path.exists(tmp_path / "a" / "train.tf_record")
+  for i in range(len(cases)):  # Nothing half-written.
+    for name in ("train.tf_record", "entities.jsonl", "predict_text.tf_record"):
+      assert not os.path.exists(tmp_path / ("out%d" % i) / name)
+
+
+def test_json_lines_files_train_as_the_same_rows_in_conll(tmp_path):
+  """--train_file and --dev_file in JSON Lines (Hugging Face datasets'
+  conll2003 layout, tags as strings) give the labels and eval_results.txt
+  that --data_dir gives for the same rows as CoNLL files."""
+  rng = random.Random(12)
+  splits = {"train": [_sentence(rng, rng.randint(3, 12)) for _ in range(64)],
+            "dev": [_sentence(rng, rng.randint(3, 12)) for _ in range(16)]}
+  conll_dir = tmp_path / "conll"
+  conll_dir.mkdir()
+  for split, rows in splits.items():
+    _write(conll_dir / (split + ".txt"), rows, "IOB2")
+    with open(tmp_path / (split + ".jsonl"), "w", encoding="utf-8") as f:
+      for i, (words, tags) in enumerate(rows):
+        f.write(json.dumps({"id": str(i), "tokens": words, "pos_tags": [0] * len(words),
+                            "ner_tags": tags}) + "\n")
+  config = tmp_path / "bert_config.json"
+  config.write_text(json.dumps(CONFIG))
+  base = ["--do_train", "--do_eval", "--vocab_file=" + UNCASED,
+          "--bert_config_file=%s" % config, "--max_seq_length=32", "--doc_stride=12",
+          "--train_batch_size=16", "--learning_rate=3e-3", "--num_train_epochs=1",
+          "--eval_batch_size=16"]
+  from_conll, from_json = run_cli_cases("run_ner.py", [
+      base + ["--data_dir=%s" % conll_dir, "--output_dir=%s" % (tmp_path / "a")],
+      base + ["--train_file=%s" % (tmp_path / "train.jsonl"),
+              "--dev_file=%s" % (tmp_path / "dev.jsonl"), "--output_dir=%s" % (tmp_path / "b")]])
+  assert from_conll.returncode == 0 and from_json.returncode == 0, from_json.stderr[-3000:]
+  assert ((tmp_path / "a" / "labels.txt").read_text() ==
+          (tmp_path / "b" / "labels.txt").read_text())
+  assert (read_eval_results(tmp_path / "a" / "eval_results.txt") ==
+          read_eval_results(tmp_path / "b" / "eval_results.txt"))
 
 
 def test_tensorflow_datasets_without_network_says_what_to_do(tmp_path, monkeypatch):

@@ -35,9 +35,14 @@ def split_tag(tag):
   return prefix, kind
 
 
-def _check_tag(tag, where):
+def is_tag(tag):
+  """Whether `tag` is O or a known prefix and a type."""
   prefix, kind = split_tag(tag)
-  if tag != "O" and (prefix not in _PREFIXES or not kind):
+  return tag == "O" or (prefix in _PREFIXES and bool(kind))
+
+
+def _check_tag(tag, where):
+  if not is_tag(tag):
     raise UserError("%s: tag %r is neither O nor B-, I-, E- or S- and a type (the tag is the "
                     "line's last column)." % (where, tag))
 
@@ -84,7 +89,7 @@ def split_file(data_dir, split):
   raise UserError("%s has no %s file (%s)." % (data_dir, split, " or ".join(SPLIT_FILES[split])))
 
 
-def _starts_entity(previous, tag):
+def starts_entity(previous, tag):
   """Whether `tag` begins an entity after `previous` (both as read, any
   scheme)."""
   prefix, kind = split_tag(tag)
@@ -104,7 +109,7 @@ def scheme_of(sentences):
       prefix = split_tag(tag)[0]
       if prefix in ("E", "S"):
         return "BIOES"
-      if prefix == "I" and _starts_entity(previous, tag):
+      if prefix == "I" and starts_entity(previous, tag):
         found = "IOB1"
       previous = tag
   return found
@@ -116,7 +121,7 @@ def to_iob2(tags):
   for tag in tags:
     prefix, kind = split_tag(tag)
     out.append("O" if prefix == "O" else
-               ("B-" if _starts_entity(previous, tag) else "I-") + kind)
+               ("B-" if starts_entity(previous, tag) else "I-") + kind)
     previous = tag
   return out
 

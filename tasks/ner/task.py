@@ -1,9 +1,9 @@
 """Named-entity recognition as a kind of task for the driver
-(tasks/driver.py): CoNLL files (or tensorflow-datasets' conll2003), a tagger
-on each word's first WordPiece, entity scores as the CoNLL scorer counts
-them in eval_results.txt (dev) and test_results.txt (test, with
-predictions.txt in the scheme read), and the export that finds entities in
-raw text."""
+(tasks/driver.py): CoNLL or JSON Lines files (or tensorflow-datasets'
+conll2003), a tagger on each word's first WordPiece, entity scores as the
+CoNLL scorer counts them in eval_results.txt (dev) and test_results.txt
+(test, with predictions.txt in the scheme read), the entities of raw text
+lines (entities.jsonl), and the export that finds entities in raw text."""
 
 import os
 
@@ -19,9 +19,13 @@ from tasks import driver
 from tasks.classification import tfds as tfds_lib
 from tasks.ner import conll
 from tasks.ner import features
+from tasks.ner import json_lines
 from tasks.ner import metrics
+from tasks.ner import raw_text
 
 LABELS_FILE = "labels.txt"  # In --output_dir: the tagger's labels, in order.
+ENTITIES_FILE = "entities.jsonl"  # In --output_dir: the entities of raw text lines.
+TEXT_RECORDS = "predict_text.tf_record"  # In --output_dir: their windows.
 TFDS_NAME = "conll2003"
 
 
@@ -41,25 +45,41 @@ def tfds_sentences(split, data_dir=None, manual_dir=None):
   return sentences
 
 
+def read_labelled_file(path):
+  """The sentences of a JSON Lines file (.jsonl, or .json as Hugging Face
+  datasets' to_json writes them) or else a CoNLL file."""
+  reader = json_lines if path.lower().endswith((".jsonl", ".json")) else conll
+  return reader.read_sentences(path)
+
+
 class NerTask(driver.Task):
-  """CoNLL files in `data_dir` (or `tfds`); `export`: driver.Export. The
-  labels are the IOB2 tags of the training file (kept in output_dir's
-  labels.txt, which runs without training read)."""
+  """CoNLL files in `data_dir` (or `tfds`), or each split's own file in
+  `split_files` ({"train": path, ...}: --train_file, --dev_file,
+  --test_file); `export`: driver.Export. The labels are the IOB2 tags of
+  the training file (kept in output_dir's labels.txt, which runs without
+  training read)."""
 
   best_metric = "eval_f1"
 
   def __init__(self, data_dir, output_dir, tokenizer, max_seq_length, doc_stride, export,
-               tfds_manual_dir=None):
+               tfds_manual_dir=None, split_files=None):
     if doc_stride < 1:
       raise UserError("--doc_stride=%d: a new window must start at least 1 WordPiece after "
                       "the last." % doc_stride)
     self.data_dir, self.output_dir, self.tokenizer = data_dir, output_dir, tokenizer
     self.max_seq_length, self.doc_stride = max_seq_length, doc_stride
     self.export_settings, self.tfds_manual_dir = export, tfds_manual_dir
+    self.split_files = {split: path for split, path in (split_files or {}).items() if path}
     self._labels = None
 
   def examples(self, split):
-    if self.data_dir == tfds_lib.DATA_DIR:
+    if self.split_files or not self.data_dir:
+      where = self.split_files.get(split)
+      if not where:
+        raise UserError("No %s file: give --%s_file%s." % (
+            split, split, "" if self.split_files else " or --data_dir"))
+      sentences = read_labelled_file(where)
+    elif self.data_dir == tfds_lib.DATA_DIR:
       sentences = tfds_sentences(split, manual_dir=self.tfds_manual_dir)
       where = "%s[%s]" % (TFDS_NAME, split)
     else:
@@ -149,6 +169,22 @@ class NerTask(driver.Task):
         "%s = %s\n" % (key.replace("eval_", "test_", 1), scores[key]) for key in sorted(scores)))
     logging.info("Predictions (%s): %s; the CoNLL scorer's report:\n%s", scheme,
                  os.path.join(output_dir, "predictions.txt"), metrics.report(counts))
+
+  def write_entities(self, strategy, model, texts, source, batch_size, trim_to_multiple):
+    """Writes the entities of raw `texts` (the lines of the file `source`)
+    to output_dir's entities.jsonl (raw_text.py); returns its path."""
+    sentences, spans = raw_text.sentences_of(texts, source)
+    records = os.path.join(self.output_dir, TEXT_RECORDS)
+    windows = self.write_records(sentences, records, "predict_text")
+    logits = self.outputs(strategy, model, self.read_records(records), sentences, windows,
+                          batch_size, trim_to_multiple) if windows else []  # No word at all.
+    predictions = features.word_predictions(sentences, windows, logits)
+    path = os.path.join(self.output_dir, ENTITIES_FILE)
+    raw_text.write_entities(path, texts, [
+        raw_text.entities_of(text, text_spans, words, self.labels)
+        for text, text_spans, words in zip(texts, spans, predictions)])
+    logging.info("The entities of %d texts: %s", len(texts), path)
+    return path
 
   def export(self, model, export_dir):
     from serving import tagger  # pylint: disable=g-import-not-at-top  (tensorflow-text)

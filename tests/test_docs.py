@@ -116,7 +116,9 @@ def _program(words):
 
 def test_every_page_the_readme_links_exists():
   readme = open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8").read()
-  assert len(readme.splitlines()) <= 250
+  # Four walk-throughs (quick start, Hugging Face, own data, entities) and two
+  # generated tables: the rest belongs in docs/.
+  assert len(readme.splitlines()) <= 300
   for page in DOC_PAGES:
     assert "docs/%s.md" % page in readme, page
     assert os.path.exists(os.path.join(REPO_ROOT, "docs", page + ".md")), page
@@ -247,7 +249,8 @@ def test_quick_start_runs_as_written(tmp_path):
     predicted = np.array([[float(x) for x in row] for row in csv.reader(f, delimiter="\t")])
   assert predicted.shape == (12, 2)
   np.testing.assert_allclose(predicted.sum(axis=1), 1, atol=1e-5)
-  assert ran[2][1].startswith("label: ") or "probabilities: " in ran[2][1]
+  (prediction,) = json.loads(ran[2][1])["predictions"]  # TF Serving's answer.
+  assert set(prediction) == {"label", "probabilities"}
 
   # The export answers the first test pair as --do_predict did.
   with open(os.path.join(glue_dir, "MRPC", "test.tsv"), encoding="utf-8") as f:
@@ -258,9 +261,9 @@ def test_quick_start_runs_as_written(tmp_path):
       cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   assert result.returncode == 0, result.stderr[-3000:]
-  answer = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
-  np.testing.assert_allclose(json.loads(answer["probabilities"])[0], predicted[0], atol=1e-5)
-  assert json.loads(answer["label"]) == [str(int(np.argmax(predicted[0])))]
+  (answer,) = json.loads(result.stdout)["predictions"]
+  np.testing.assert_allclose(answer["probabilities"], predicted[0], atol=1e-5)
+  assert answer["label"] == str(int(np.argmax(predicted[0])))
 
 
 def test_hugging_face_start_runs_as_written(tmp_path):
@@ -352,4 +355,65 @@ def test_own_data_runs_as_written(tmp_path):
   model = tmp_path / "reviews_model"
   config = json.loads((model / "config.json").read_text())
   assert config["id2label"] == {"0": "negative", "1": "positive"}
+  assert json.loads((model / "tokenizer_config.json").read_text())["do_lower_case"] is False
+
+
+def _write_tagged(directory):
+  """train/dev.jsonl of tagged sentences and texts.txt of raw lines, as the
+  README's entities section describes them."""
+  os.makedirs(directory, exist_ok=True)
+  sentences = [(["the", "cat", "sat", "on", "the", "mat", "."],
+                ["O", "B-ANIMAL", "O", "O", "O", "B-THING", "O"]),
+               (["a", "big", "red", "house", "is", "a", "dog"],
+                ["O", "O", "O", "B-THING", "O", "O", "B-ANIMAL"])]
+  for split, count in (("train", 64), ("dev", 4)):  # 6 steps of 32.
+    with open(os.path.join(directory, split + ".jsonl"), "w", encoding="utf-8") as f:
+      for i in range(count):
+        tokens, tags = sentences[i % 2]
+        f.write(json.dumps({"tokens": tokens, "tags": tags}) + "\n")
+  with open(os.path.join(directory, "texts.txt"), "w", encoding="utf-8") as f:
+    f.write("The cat sat on the mat.\nA big red house, a dog.\n")
+
+
+def test_entities_section_runs_as_written(tmp_path):
+  """The README's entities section, as written, from a cased Hugging Face
+  directory: JSON Lines in, entities of raw text out (file, export, query),
+  and a token classifier back with the run's tags and casing."""
+  from hf_directories import SIZES, write_hf_directory  # pylint: disable=g-import-not-at-top
+  hf_dir = write_hf_directory(tmp_path / "hf", "BertModel",
+                              sizes=dict(SIZES, max_position_embeddings=128),
+                              tokenizer_config={"do_lower_case": False})
+  data = str(tmp_path / "tagged")
+  _write_tagged(data)
+  commands = _quick_start_commands("## Named entities, from a cased model to raw text")
+  assert len(commands) == 4, commands
+  outputs = []
+  for command in commands:
+    command = command.replace("/tmp/", str(tmp_path) + "/")
+    command = command.replace(".venv/bin/python", shlex.quote(sys.executable), 1)
+    result = subprocess.run(["bash", "-c", command], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=600,
+                            env=dict(os.environ, HF_CASED_DIR=hf_dir, MY_DATA=data,
+                                     TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, command + "\n" + result.stderr[-3000:]
+    outputs.append(result)
+  output_dir = tmp_path / "ner_output"
+  labels = (output_dir / "labels.txt").read_text().split()
+  assert sorted(labels) == ["B-ANIMAL", "B-THING", "I-ANIMAL", "I-THING", "O"]
+  assert "eval_f1" in (output_dir / "eval_results.txt").read_text()
+  with open(output_dir / "entities.jsonl", encoding="utf-8") as f:
+    lines = [json.loads(line) for line in f]
+  assert [l["text"] for l in lines] == ["The cat sat on the mat.", "A big red house, a dog."]
+  for line in lines:  # Each entity is its span of the text, whole words only:
+    words = [m.span() for m in re.finditer(r"\w+|[^\w\s]", line["text"])]  # Punctuation apart.
+    for entity in line["entities"]:
+      assert line["text"][entity["start"]:entity["end"]] == entity["text"]
+      assert entity["start"] in [a for a, _ in words] and entity["end"] in [b for _, b in words]
+      assert entity["type"] in ("ANIMAL", "THING")
+  (answer,) = json.loads(outputs[2].stdout)["predictions"]
+  assert answer["words"][-4:] == ["Berlin", ",", "Germany", "."]
+  model = tmp_path / "ner_model"
+  config = json.loads((model / "config.json").read_text())
+  assert config["architectures"] == ["BertForTokenClassification"]
+  assert config["id2label"] == {str(i): label for i, label in enumerate(labels)}
   assert json.loads((model / "tokenizer_config.json").read_text())["do_lower_case"] is False

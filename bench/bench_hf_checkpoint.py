@@ -2,6 +2,7 @@
 itself on real text.
 
   python -m bench.bench_hf_checkpoint [--texts=300] [--glue_dir=../shared/data/glue]
+    [--conll_dir=../shared/data/conll2003] [--ner_sentences=600]
 
 1. In: all-MiniLM-L6-v2 (bench/pretrained.py) imported by
    bert-convert-checkpoint; its encoder run by ours and by transformers'
@@ -22,6 +23,13 @@ itself on real text.
    AdamW, clip_grad_norm_ and get_linear_schedule_with_warmup, as the
    Trainer steps: the largest difference of the losses along the way and
    of the final logits.
+4. A tagger out: ours fine-tunes it briefly on CoNLL-2003 (run_ner.py, the
+   first --ner_sentences training sentences, one epoch) and tags the first
+   --ner_sentences dev sentences; bert-convert-checkpoint writes it back with
+   no label or casing flag (the run's labels.txt and tokenizer_config.json
+   give them); transformers loads it as BertForTokenClassification with its
+   own tokenizer and tags the same words (each word by its first piece): how
+   many words and sentences get the same tag from both.
 Prints the figures and writes bench/output/hf_checkpoint.json. Not a timed
 benchmark: what a user bringing a checkpoint needs to be true.
 """
@@ -214,6 +222,107 @@ def worker_hf(args):
   common.report_result(result)
 
 
+def conll_sentences(path, count):
+  """The first `count` sentences of a CoNLL file, as lists of its lines
+  (-DOCSTART- lines kept, with the blank line after them)."""
+  with open(path, encoding="utf-8") as f:
+    blocks = f.read().split("\n\n")
+  chosen, sentences = [], 0
+  for block in blocks:
+    if not block.strip():
+      continue
+    chosen.append(block.strip("\n"))
+    sentences += not block.startswith("-DOCSTART-")
+    if sentences == count:
+      break
+  return "\n\n".join(chosen) + "\n\n"
+
+
+def read_predictions(path):
+  """predictions.txt: [(words, predicted tags)] a sentence."""
+  sentences, words, tags = [], [], []
+  with open(path, encoding="utf-8") as f:
+    for line in f:
+      parts = line.split()
+      if not parts:
+        if words:
+          sentences.append((words, tags))
+        words, tags = [], []
+        continue
+      words.append(parts[0])
+      tags.append(parts[-1])
+  if words:
+    sentences.append((words, tags))
+  return sentences
+
+
+def worker_hf_tagger(args):
+  """transformers' BertForTokenClassification, loaded from our export with
+  its own tokenizer, tags the words ours tagged: how many agree."""
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  tokenizer = transformers.AutoTokenizer.from_pretrained(args.exported_dir)
+  model, info = transformers.BertForTokenClassification.from_pretrained(
+      args.exported_dir, output_loading_info=True)
+  model.eval()
+  labels = model.config.id2label
+  same_words = words = same_sentences = sentences = skipped = 0
+  with torch.inference_mode():
+    for sentence_words, ours in read_predictions(args.predictions):
+      encoded = tokenizer(sentence_words, is_split_into_words=True, return_tensors="pt")
+      word_ids = encoded.word_ids()
+      if len(word_ids) > SEQ or len({w for w in word_ids if w is not None}) != len(ours):
+        skipped += 1  # Ours cut it into windows, or a word has no piece.
+        continue
+      predicted = model(**encoded).logits[0].argmax(-1).tolist()
+      first = {}
+      for position, word in enumerate(word_ids):
+        if word is not None and word not in first:
+          first[word] = labels[predicted[position]]
+      theirs = [first[i] for i in range(len(ours))]
+      agree = sum(a == b for a, b in zip(theirs, ours))
+      same_words += agree
+      words += len(ours)
+      same_sentences += agree == len(ours)
+      sentences += 1
+  common.report_result({
+      "tagger_load_report": {k: sorted(v) for k, v in info.items() if v},
+      "tagger_labels": [labels[i] for i in range(len(labels))],
+      "tagger_lower_case": bool(getattr(tokenizer, "do_lower_case", True)),
+      "tagger_same_words": same_words, "tagger_words": words,
+      "tagger_same_sentences": same_sentences, "tagger_sentences": sentences,
+      "tagger_skipped": skipped})
+
+
+def check_tagger(args, checkpoint_dir, scratch):
+  """Part 4 (see the module doc): the figures of transformers' tagging."""
+  conll = args.conll_dir
+  data_dir = os.path.join(scratch, "conll")
+  os.makedirs(data_dir)
+  for name, source in (("train.txt", "train.txt"), ("dev.txt", "dev.txt"),
+                       ("test.txt", "dev.txt")):
+    with open(os.path.join(data_dir, name), "w", encoding="utf-8") as f:
+      f.write(conll_sentences(os.path.join(conll, source), args.ner_sentences))
+  tagger_dir = os.path.join(scratch, "tagger")
+  run([sys.executable, "run_ner.py", "--do_train", "--do_predict", "--data_dir=" + data_dir,
+       "--vocab_file=" + os.path.join(checkpoint_dir, "vocab.txt"),
+       "--bert_config_file=" + os.path.join(checkpoint_dir, "bert_config.json"),
+       "--init_checkpoint=" + os.path.join(checkpoint_dir, "bert_model.ckpt"),
+       "--max_seq_length=%d" % SEQ, "--num_train_epochs=1", "--learning_rate=5e-5",
+       "--output_dir=" + tagger_dir], "NER fine-tuning")
+  exported = os.path.join(scratch, "tagger_exported")
+  run([sys.executable, "-m", "modeling.checkpoints.convert",
+       "--bert_config_file=" + os.path.join(checkpoint_dir, "bert_config.json"),
+       "--input_checkpoint=" + tagger_dir, "--output_checkpoint=" + exported,
+       "--output_format=huggingface"], "tagger export")
+  result = run([environments.python_of("hf"), "-m", "bench.bench_hf_checkpoint",
+                "--worker=hf_tagger", "--exported_dir=" + exported,
+                "--predictions=" + os.path.join(tagger_dir, "predictions.txt")], "hf tagger")
+  with open(os.path.join(tagger_dir, "labels.txt"), encoding="utf-8") as f:
+    result["tagger_labels_kept"] = result["tagger_labels"] == f.read().split()
+  return result
+
+
 def run(cmd, label):
   result = subprocess.run(cmd, cwd=common.REPO_ROOT, capture_output=True, text=True,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
@@ -230,14 +339,16 @@ def main():
   parser.add_argument("--glue_dir", default=os.path.join(common.SHARED_DATA, "glue"))
   parser.add_argument("--output", default=os.path.join(common.REPO_ROOT, "bench", "output",
                                                        "hf_checkpoint.json"))
-  parser.add_argument("--worker", choices=["ours", "hf", "ours_steps", "hf_steps"])
+  parser.add_argument("--conll_dir", default=os.path.join(common.SHARED_DATA, "conll2003"))
+  parser.add_argument("--ner_sentences", type=int, default=600)
+  parser.add_argument("--worker", choices=["ours", "hf", "ours_steps", "hf_steps", "hf_tagger"])
   for name in ("pairs_file", "checkpoint_dir", "classifier_dir", "model_dir", "ours_output",
-               "exported_dir"):
+               "exported_dir", "predictions"):
     parser.add_argument("--" + name)
   args = parser.parse_args()
   if args.worker:
     return {"ours": worker_ours, "hf": worker_hf, "ours_steps": worker_ours_steps,
-            "hf_steps": worker_hf_steps}[args.worker](args)
+            "hf_steps": worker_hf_steps, "hf_tagger": worker_hf_tagger}[args.worker](args)
   model_dir = pretrained.hf_directory()
   mrpc = os.path.join(args.glue_dir, "MRPC")
   if model_dir is None or not os.path.exists(os.path.join(mrpc, "dev.tsv")):
@@ -265,7 +376,7 @@ def main():
     run([sys.executable, "-m", "modeling.checkpoints.convert",
          "--bert_config_file=" + os.path.join(checkpoint_dir, "bert_config.json"),
          "--input_checkpoint=" + classifier_dir, "--output_checkpoint=" + exported_dir,
-         "--output_format=huggingface", "--label_names=0,1"], "export")
+         "--output_format=huggingface"], "export")
     common_flags = ["--pairs_file=" + os.path.join(mrpc, "dev.tsv"), "--texts=%d" % args.texts]
     ours_output = os.path.join(scratch, "ours.npz")
     run([sys.executable, "-m", "bench.bench_hf_checkpoint", "--worker=ours",
@@ -281,6 +392,8 @@ def main():
     result.update(run([environments.python_of("hf"), "-m", "bench.bench_hf_checkpoint",
                        "--worker=hf_steps", "--model_dir=" + model_dir,
                        "--ours_output=" + steps_output], "Hugging Face's training steps"))
+    if os.path.exists(os.path.join(args.conll_dir, "train.txt")):
+      result.update(check_tagger(args, checkpoint_dir, scratch))
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
   print("In:  %d of %d MRPC dev pairs tokenized to the same ids by both sides; largest "
@@ -296,6 +409,18 @@ def main():
         "most %.2g, the final logits (up to %.2g) by %.2g" % (
             result["steps"], result["step_loss_max_diff"], result["step_logits_max"],
             result["step_logits_max_diff"]))
+  if "tagger_words" in result:
+    print("Tagger out: transformers loads the exported BertForTokenClassification with %s, "
+          "labels %s (%s labels.txt), a tokenizer that %s; it tags %d of %d CoNLL-2003 dev "
+          "words (%d of %d sentences whole) as ours did; %d sentences left out (longer "
+          "than %d pieces)" % (
+              "no missing or unexpected weights" if not result["tagger_load_report"] else
+              result["tagger_load_report"], ",".join(result["tagger_labels"]),
+              "the run's" if result["tagger_labels_kept"] else "NOT the run's",
+              "lower-cases" if result["tagger_lower_case"] else "keeps case",
+              result["tagger_same_words"], result["tagger_words"],
+              result["tagger_same_sentences"], result["tagger_sentences"],
+              result["tagger_skipped"], SEQ))
   common.write_text(args.output, json.dumps(result, indent=2) + "\n")
 
 

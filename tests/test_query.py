@@ -17,11 +17,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, assert_one_line_error, data_file
-from classifier_runs import CONFIG, UNCASED
-import modeling
-from modeling import bert_model
-from serving import classifier, fill_mask, multiple_choice, query, squad, tagger
+from conftest import REPO_ROOT, assert_one_line_error
+from serving import query
+import tiny_exports
 
 QUERY = os.path.join(REPO_ROOT, "serving", "query.py")
 ENDINGS = ["opens a book.", "flies away.", "melts.", "is a bench."]
@@ -45,46 +43,12 @@ INSTANCES = {
 }
 
 
-def _fixed_weights(model):
-  """The model with weights drawn from a fixed seed: the same answers every run."""
-  rng = np.random.default_rng(0)
-  for variable in model.variables:
-    variable.assign(rng.normal(0, 0.3, variable.shape).astype(np.float32))
-  return model
-
-
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
   """{kind: (export directory, the SavedModel loaded)}, each exported once."""
-  directory = tmp_path_factory.mktemp("exports")
-  config = modeling.BertConfig.from_json_file(CONFIG)
-  vocab = data_file(UNCASED)
-  makers = {
-      "single": lambda d: classifier.export_classifier(
-          _fixed_weights(modeling.BertClassifier(config, num_labels=2)), d, vocab, True, 32,
-          ["negative", "positive"], sentence_pair=False),
-      "pair": lambda d: classifier.export_classifier(
-          _fixed_weights(modeling.BertClassifier(config, num_labels=3)), d, vocab, True, 32,
-          ["entailment", "neutral", "contradiction"]),
-      "squad": lambda d: squad.export_span_predictor(
-          _fixed_weights(modeling.BertSpanPredictor(config)), d, vocab, True,
-          max_seq_length=32, doc_stride=8, max_query_length=8),
-      "ner": lambda d: tagger.export_tagger(
-          _fixed_weights(modeling.BertTagger(config, 5)), d, vocab, True, 16, 8,
-          ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]),
-      "fill_mask": lambda d: fill_mask.export_fill_mask(
-          _fixed_weights(bert_model.BertWithHeads(config, masked_lm=True)), d, vocab, True,
-          32, 3),
-      "swag": lambda d: multiple_choice.export_multiple_choice(
-          _fixed_weights(modeling.BertMultipleChoice(config, num_choices=4)), d, vocab, True,
-          32),
-  }
-  made = {}
-  for kind, make in makers.items():
-    export_dir = str(directory / kind / "1")
-    make(export_dir)
-    made[kind] = (export_dir, tf.saved_model.load(export_dir))
-  return made
+  written = tiny_exports.write(tmp_path_factory.mktemp("exports"), INSTANCES)
+  return {kind: (export_dir, tf.saved_model.load(export_dir))
+          for kind, export_dir in written.items()}
 
 
 def _direct(model, instances, signature="serving_default"):

@@ -49,6 +49,26 @@ def _use_plain_ops():
   return getattr(_state, "plain", False)
 
 
+@contextlib.contextmanager
+def serving():
+  """plain_ops() for a SavedModel's functions, which also need no gradients:
+  nothing traced here keeps a gradient function (a SavedModel stores each
+  custom gradient's function, which serving never runs and loading warns
+  about), and layers may read weights prepared for serving."""
+  previous = getattr(_state, "serving", False)
+  _state.serving = True
+  try:
+    with plain_ops():
+      yield
+  finally:
+    _state.serving = previous
+
+
+def for_serving():
+  """Whether functions traced now are a SavedModel's (see serving())."""
+  return getattr(_state, "serving", False)
+
+
 class _xla_kernel(object):  # pylint: disable=invalid-name  (a decorator)
   """A function compiled by XLA, traced apart for fully known and for partly
   unknown input shapes. A trace made for unknown shapes (inside a training

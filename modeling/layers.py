@@ -60,6 +60,8 @@ def transpose_words(x, perm):
   `perm`, each word's values moved together as one float64 (see
   _values_per_word); the gradient moves back the same way."""
   inverse = [list(perm).index(axis) for axis in range(len(perm))]
+  if fused.for_serving():  # No gradient to keep (fused.serving).
+    return tf.bitcast(tf.transpose(tf.bitcast(x, tf.float64), perm), x.dtype)
 
   @tf.custom_gradient
   def move(x):
@@ -234,11 +236,17 @@ class Embeddings(Layer):
   def call(self, input_ids, segment_ids, training=False):
     seq_length = tf.shape(input_ids)[1]
     output = tf.gather(tf.convert_to_tensor(self.word_embeddings), input_ids)
-    # Token types by a one-hot product, as the original: the table's gradient
-    # is then dense, and the optimizer's clipping sees it as the original's
-    # did (only the word embeddings have a per-lookup, sliced gradient).
-    types = tf.one_hot(segment_ids, self.config.type_vocab_size, dtype=tf.float32)
-    output += tf.einsum("bst,th->bsh", types, tf.convert_to_tensor(self.token_type_embeddings))
+    table = tf.convert_to_tensor(self.token_type_embeddings)
+    if training:
+      # Token types by a one-hot product, as the original: the table's
+      # gradient is then dense, and the optimizer's clipping sees it as the
+      # original's did (only the word embeddings have a per-lookup, sliced
+      # gradient). Outside training a lookup gives the same values (a
+      # product with one-hot rows adds exact zeros) in one small op.
+      types = tf.one_hot(segment_ids, self.config.type_vocab_size, dtype=tf.float32)
+      output += tf.einsum("bst,th->bsh", types, table)
+    else:
+      output += tf.gather(table, segment_ids)
     output += tf.convert_to_tensor(self.position_embeddings)[tf.newaxis, :seq_length, :]
     output = self.layer_norm(output)
     return self.dropout(output, training=training)
@@ -257,6 +265,38 @@ class SelfAttention(Layer):
     self.key = Dense(hidden, hidden, initializer_range=r, name="key")
     self.value = Dense(hidden, hidden, initializer_range=r, name="value")
     self.dropout = Dropout(config.attention_probs_dropout_prob)
+    # Set by prepare_for_serving; not tracked, so no checkpoint holds it.
+    object.__setattr__(self, "_projections", None)
+
+  def prepare_for_serving(self):
+    """Makes the query, key and value projections one [hidden, 3 * hidden]
+    product for exports (functions traced in fused.serving()): fewer, larger
+    products per request. Returns (the variables an export then no longer
+    reads, the new ones it reads instead)."""
+    parts = (self.query, self.key, self.value)
+    kernel = tf.Variable(tf.concat([tf.convert_to_tensor(d.kernel) for d in parts], 1),
+                         trainable=False, name=self.name + "_qkv_kernel")
+    bias = tf.Variable(tf.concat([tf.convert_to_tensor(d.bias) for d in parts], 0),
+                       trainable=False, name=self.name + "_qkv_bias")
+    object.__setattr__(self, "_projections", (kernel, bias))
+    replaced = [getattr(v, "value", v) for d in parts for v in (d.kernel, d.bias)]
+    return replaced, [kernel, bias]
+
+  def _projected_heads(self, rows, batch, length, training):
+    """q, k and v, each [batch, heads, length, head_size], from the prepared
+    product (prepare_for_serving) and one transpose."""
+    kernel, bias = self._projections
+    y = tf.nn.bias_add(tf.matmul(rows, tf.cast(kernel, rows.dtype)),
+                       tf.cast(bias, rows.dtype))
+    per_word = _values_per_word(y.dtype, self.head_size, training)
+    if per_word:
+      words = tf.reshape(y, [batch, length, 3, self.num_heads, self.head_size // per_word,
+                             per_word])
+      qkv = transpose_words(words, [2, 0, 3, 1, 4])
+    else:
+      qkv = tf.transpose(tf.reshape(y, [batch, length, 3, self.num_heads, self.head_size]),
+                         [2, 0, 3, 1, 4])
+    return tf.unstack(tf.reshape(qkv, [3, batch, self.num_heads, length, self.head_size]))
 
   def _heads(self, y, batch, length, training):
     """Dense outputs [batch * length, hidden] as [batch, heads, length,
@@ -282,7 +322,8 @@ class SelfAttention(Layer):
       context = tf.transpose(context, [0, 2, 1, 3])
     return tf.reshape(context, [-1, self.num_heads * self.head_size])
 
-  def call(self, x, mask_adder, training=False, queries=None, packing=None):
+  def call(self, x, mask_adder, training=False, queries=None, packing=None,
+           query_positions=None):
     """Attends from `queries` (default: x itself) to every position of x;
     returns [batch * queries, hidden] rows, as the original's attention did.
     Each shape is read once: the layer's reshapes are then no more than its
@@ -291,8 +332,19 @@ class SelfAttention(Layer):
     With `packing` (PackedTokens), x is the batch's real tokens as rows
     [rows, hidden] and `queries` (if any) rows too, [batch * k, hidden];
     the projections run on those rows only, the attention itself on the
-    padded batch. Without queries the result is again packed rows."""
+    padded batch. Without queries the result is again packed rows.
+
+    In an export's functions (fused.serving()) after prepare_for_serving,
+    q, k and v come from one product; queries are then given by
+    `query_positions` ([batch, k] positions of x), as TransformerLayer does."""
     hidden = x.shape[-1]
+    if packing is None and self._projections is not None and fused.for_serving():
+      batch, length = tf.unstack(tf.shape(x)[:2])
+      q, k, v = self._projected_heads(tf.reshape(x, [-1, hidden]), batch, length, training)
+      if queries is None:
+        return self._attend(q, k, v, mask_adder, batch, length, training)
+      q = tf.gather(q, query_positions, axis=2, batch_dims=1)
+      return self._attend(q, k, v, mask_adder, batch, tf.shape(query_positions)[1], training)
     if packing is None:
       batch, length = tf.unstack(tf.shape(x)[:2])
       rows = tf.reshape(x, [-1, hidden])
@@ -309,11 +361,16 @@ class SelfAttention(Layer):
       query_rows = queries if packing is not None else tf.reshape(queries, [-1, hidden])
       query_length = tf.shape(query_rows)[0] // batch
       q = self._heads(self.query(query_rows), batch, query_length, training)
+    context = self._attend(q, k, v, mask_adder, batch, query_length, training)
+    return context if packing is None or queries is not None else packing.pack_rows(context)
+
+  def _attend(self, q, k, v, mask_adder, batch, query_length, training):
+    """The attention of q over k and v ([batch, heads, length, head_size]),
+    as [batch * query_length, hidden] rows."""
     scores = tf.matmul(q, k, transpose_b=True)  # [batch, heads, queries, keys]
     probs = fused.attention_softmax(scores, mask_adder, 1.0 / math.sqrt(float(self.head_size)))
     probs = self.dropout(probs, training=training)
-    context = self._rows(tf.matmul(probs, v), batch, query_length, training)
-    return context if packing is None or queries is not None else packing.pack_rows(context)
+    return self._rows(tf.matmul(probs, v), batch, query_length, training)
 
 
 class TransformerLayer(Layer):
@@ -348,7 +405,8 @@ class TransformerLayer(Layer):
                                 packing=packing)
       return self._feed_forward(attended, x if queries is None else queries, training)
     queries = None if positions is None else gather_positions(x, positions)
-    attended = self.attention(x, mask_adder, training=training, queries=queries)
+    attended = self.attention(x, mask_adder, training=training, queries=queries,
+                              query_positions=positions)
     queries = x if queries is None else queries
     # [batch * length, hidden] rows from here on, as in the original.
     rows = self._feed_forward(attended, tf.reshape(queries, [-1, x.shape[-1]]), training)

@@ -34,6 +34,19 @@ class RequestLimits:
   max_text_bytes: int = 100_000
 
 
+def prepare_for_serving(model):
+  """Prepares each attention layer's projections for serving
+  (layers.SelfAttention.prepare_for_serving); returns (ids of the variables
+  the export no longer reads, the variables it reads instead)."""
+  replaced, prepared = set(), []
+  for layer in model._flatten_layers():  # pylint: disable=protected-access
+    if isinstance(layer, layers.SelfAttention):
+      old, new = layer.prepare_for_serving()
+      replaced.update(id(v) for v in old)
+      prepared += new
+  return replaced, prepared
+
+
 class Server(tf.Module):
   """What a SavedModel holds: a model, its tokenizer, and the TensorFlow
   variables the model reads.
@@ -50,7 +63,9 @@ class Server(tf.Module):
     super().__init__(name=name)
     object.__setattr__(self, "model", model)  # Not tracked (see above).
     object.__setattr__(self, "limits", limits or RequestLimits())
-    self.model_variables = [getattr(v, "value", v) for v in model.variables]
+    replaced, prepared = prepare_for_serving(model)
+    self.model_variables = [getattr(v, "value", v) for v in model.variables
+                            if id(getattr(v, "value", v)) not in replaced] + prepared
     self.tokenizer = tokenizer
 
   def within_limits(self, **texts):
@@ -178,9 +193,10 @@ def graph_tokenizer(vocab_file, do_lower_case):
 
 
 def concrete_functions(functions):
-  """{signature name: tf.function} traced with the plain-op path of the fused
-  kernels, as concrete functions for tf.saved_model.save."""
-  with fused.plain_ops():
+  """{signature name: tf.function} traced for serving (plain ops, no
+  gradient functions, the projections prepared by Server), as concrete
+  functions for tf.saved_model.save."""
+  with fused.serving():
     return {name: function.get_concrete_function() for name, function in functions.items()}
 
 

@@ -143,6 +143,27 @@ def test_export_is_servable_without_xla(exported):
     assert signature in result.stdout
 
 
+def test_export_holds_no_gradient_function_and_each_weight_once(exported):
+  """Serving runs no backward pass: a gradient function in the SavedModel is
+  dead weight that loading warns about. The query, key and value
+  projections are stored as the one product the export runs, not also
+  apart."""
+  model, export_dir = exported
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+    proto.ParseFromString(f.read())
+  functions = [f.signature.name for graph in proto.meta_graphs
+               for f in graph.graph_def.library.function]
+  assert functions and not [name for name in functions if "grad" in name]
+  stored = tf.train.load_checkpoint(os.path.join(export_dir, "variables", "variables"))
+  shapes = [s for name, s in stored.get_variable_to_shape_map().items()
+            if name.startswith("model_variables/")]
+  hidden = model.config.hidden_size
+  assert shapes.count([hidden, 3 * hidden]) == model.config.num_hidden_layers
+  assert len(shapes) == len(model.variables) - 4 * model.config.num_hidden_layers
+
+
 def test_single_sentence_export_takes_text_a_only(tmp_path):
   config = modeling.BertConfig.from_json_file(CONFIG)
   model = modeling.BertClassifier(config, num_labels=1)  # A regressor, as STS-B.
@@ -244,7 +265,9 @@ def test_bfloat16_export_stores_bfloat16_weights_and_agrees(exported, tmp_path):
   names = model.original_names()
   kept = [n for n in names if "LayerNorm" in n or n.startswith("bert/embeddings/")]
   assert stored[tf.float32] == len(kept)  # Embeddings and layer norms.
-  assert stored[tf.bfloat16] == len(names) - len(kept)  # Every matrix and bias.
+  # Every matrix and bias; each layer's query, key and value projections are
+  # stored as the one product the export runs (two variables for six).
+  assert stored[tf.bfloat16] == len(names) - len(kept) - 4 * model.config.num_hidden_layers
   texts = dict(text_a=tf.constant([a for a, _ in STRESS_PAIRS]),
                text_b=tf.constant([b for _, b in STRESS_PAIRS]))
   full = tf.saved_model.load(export_dir).signatures["serving_default"](**texts)

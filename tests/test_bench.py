@@ -222,3 +222,54 @@ def test_the_readmes_benchmark_table_is_the_published_run():
   end = readme.index("<!-- end of bench summary -->")
   assert readme[start:end].strip() == run.readme_summary(results)
   assert len(results["benchmarks"]) >= 7 and results["rounds"] >= 2
+
+
+def test_serving_rows_compare_every_peer_with_ours_round_by_round():
+  """bench_serving_dev's tables: a latency row reads the peer's time over
+  ours, a throughput row our rate over the peer's, each with the rounds'
+  spread as run.py's table prints it; a failed round is a gap."""
+  import types  # pylint: disable=g-import-not-at-top
+  from bench import bench_serving_dev  # pylint: disable=g-import-not-at-top
+  args = types.SimpleNamespace(tasks="SST-2", requests=150, batch_tasks="SST-2", batch_size=32,
+                               batches=20)
+  latency, throughput = bench_serving_dev.timed_rows(args)
+  assert (latency.requests, throughput.requests) == (150, 640)
+  results = {(latency, "ours"): [{"p50": 40.0, "p95": 50.0}, {"p50": 44.0, "p95": 52.0}],
+             (latency, "ort"): [{"p50": 26.0, "p95": 30.0}, {"p50": 27.0, "p95": 31.0}],
+             (throughput, "ours"): [{"sentences_per_s": 25.0}, {"sentences_per_s": 26.0}],
+             (throughput, "ort"): [{"sentences_per_s": 24.0}, None]}
+  rows = bench_serving_dev.row_table(latency, ["ours", "ort"], results).splitlines()
+  # Medians 42 and 26.5 ms: 0.63x; rounds 26/40 and 27/44.
+  assert rows[2:] == ["| ours | 42.0 | 51.0 | 40.0 / 44.0 |  |",
+                      "| ort | 26.5 | 30.5 | 26.0 / 27.0 | 0.63x (0.61-0.65x) |"]
+  rows = bench_serving_dev.row_table(throughput, ["ours", "ort"], results).splitlines()
+  assert rows[3] == "| ort | 24.0 | 24.0 / failed | 1.04x |"
+
+
+def test_serving_checks_agreement_and_names_what_ort_fused():
+  from bench import bench_serving_dev  # pylint: disable=g-import-not-at-top
+  row = bench_serving_dev.Row("SST-2", 1, 2)
+  results = {(row, "ours"): [None, {"probabilities": [[0.5, 0.5], [0.25, 0.75]]}],
+             (row, "ort"): [{"probabilities": [[0.5, 0.5], [0.25, 0.7501]]}]}
+  differences = bench_serving_dev.probability_differences(["ours", "ort"], results)
+  assert list(differences) == ["ort"] and abs(differences["ort"] - 1e-4) < 1e-12
+  line = bench_serving_dev.onnx_ops_line({"Attention": 12, "MatMul": 36, "Cast": 3,
+                                          "Gather": 1})
+  assert line.startswith("ort's optimized graph, nodes by op type: 12 Attention, "
+                         "0 EmbedLayerNormalization, ")
+  assert line.endswith("36 MatMul, 0 Gemm; 4 others (3 Cast, 1 Gather).")
+  assert bench_serving_dev.in_batches(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
+
+
+def test_serving_peers_run_in_their_own_environments():
+  from bench import bench_serving_dev  # pylint: disable=g-import-not-at-top
+  from bench import environments  # pylint: disable=g-import-not-at-top
+  assert [bench_serving_dev.environment_of(p) for p in bench_serving_dev.PEERS] == [
+      "ours", "ours", "ours", "hf", "hf", "ort"]
+  assert set(bench_serving_dev.PREDICTORS) == set(bench_serving_dev.PEERS)
+  # The serving row installs hf and ort even when the table runs fewer peers.
+  assert run.needed_environments(["hf", "ours"], ["serving_dev"]) == ["hf", "ours", "ort"]
+  # torch exactly: a range would admit a newer CUDA build over the CPU wheel.
+  for peer, spec in environments.PEERS.items():
+    for package in spec["packages"] + spec["no_deps"]:
+      assert not package.startswith("torch") or package == "torch==2.13.0", (peer, package)

@@ -30,15 +30,14 @@ MAX_SEQ_LENGTH = 128
 
 def make_export(size, export_dir):
   """A random-weight single-sentence classifier export of `size`."""
-  code = ("import sys; sys.path.insert(0, %r)\n"
-          "from plumbing import startup\n"
+  code = ("from plumbing import startup\n"
           "import modeling\n"
           "from bench import bench_model\n"
           "from serving import classifier\n"
           "config = modeling.BertConfig.from_dict(bench_model.config_dict(%r))\n"
           "classifier.export_classifier(modeling.BertClassifier(config, num_labels=2), %r, %r,"
           " True, %d, ['0', '1'], sentence_pair=False)\n" % (
-              common.REPO_ROOT, size, export_dir, common.VOCAB, MAX_SEQ_LENGTH))
+              size, export_dir, common.VOCAB, MAX_SEQ_LENGTH))
   subprocess.run([sys.executable, "-c", code], check=True, cwd=common.REPO_ROOT,
                  env=common.worker_env(), capture_output=True)
 

@@ -19,7 +19,7 @@ from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
 from conftest import (MODELING_REF, assert_one_line_error, data_file, reference_checkpoint,
-                      run_cli_cases)
+                      reference_inputs, reference_outputs, run_cli_cases)
 from hf_directories import HEADS, SIZES, VOCAB, hf_weights, write_hf_directory
 import modeling
 from modeling import bert_model
@@ -45,8 +45,9 @@ def _layer_norm(x, w, b):
   return (x - mean) / np.sqrt(variance + 1e-12) * w + b
 
 
-def hf_forward(weights, architecture, hidden_act, ids, mask, types):
-  """BertModel / the head classes' eval-mode outputs, from their formulas."""
+def hf_forward(weights, architecture, hidden_act, ids, mask, types, sizes=SIZES):
+  """BertModel / the head classes' eval-mode outputs, from their formulas
+  (`sizes`: the config's hidden_size, num_attention_heads, num_hidden_layers)."""
   w = {k: v.astype(np.float64) for k, v in weights.items()}
   p = "" if architecture == "BertModel" else "bert."
   act = ACTIVATIONS[hidden_act]
@@ -61,13 +62,13 @@ def hf_forward(weights, architecture, hidden_act, ids, mask, types):
   x = _layer_norm(x, w[p + "embeddings.LayerNorm.weight"], w[p + "embeddings.LayerNorm.bias"])
   # transformers' extended attention mask: the dtype's lowest value on padding.
   adder = (1.0 - mask[:, None, None, :]) * np.finfo(np.float32).min
-  heads = SIZES["num_attention_heads"]
-  size = SIZES["hidden_size"] // heads
+  heads = sizes["num_attention_heads"]
+  size = sizes["hidden_size"] // heads
 
   def split(t):
     return t.reshape(t.shape[0], length, heads, size).transpose(0, 2, 1, 3)
 
-  for n in range(SIZES["num_hidden_layers"]):
+  for n in range(sizes["num_hidden_layers"]):
     layer = p + "encoder.layer.%d." % n
     q, k, v = (split(linear(layer + "attention.self." + part, x))
                for part in ("query", "key", "value"))
@@ -265,6 +266,36 @@ def _as_bfloat16(tensors):
   encoded = json.dumps(header).encode()
   encoded += b" " * (-len(encoded) % 8)
   return len(encoded).to_bytes(8, "little") + encoded + body
+
+
+def test_a_tanh_gelu_model_exports_to_what_hugging_face_computes(tmp_path):
+  """The original's tanh-GELU reference model, exported: transformers'
+  formulas under the activation its config.json names give the original's
+  own outputs (modeling_reference). Naming Hugging Face's exact "gelu"
+  instead would miss them by far more than the tolerance."""
+  config = modeling.BertConfig.from_json_file(data_file(MODELING_REF + "bert_config.json"))
+  assert config.hidden_act == "gelu"  # The original's: the tanh approximation.
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("".join("t%d\n" % n for n in range(config.vocab_size)))
+  out = tmp_path / "hf"
+  conversion.export_huggingface(config, reference_checkpoint(), str(out), str(vocab), True,
+                                "BertForPreTraining")
+  with open(out / "config.json") as f:
+    hf_config = json.load(f)
+  weights = _read_safetensors(str(out / "model.safetensors"))
+  inputs, want = reference_inputs(), reference_outputs()
+  ids, mask = inputs["input_ids"], inputs["input_mask"].astype(np.float64)
+  real = inputs["input_mask"].astype(bool)
+
+  def forward(hidden_act):
+    return hf_forward(weights, "BertForPreTraining", hidden_act, ids, mask,
+                      inputs["segment_ids"], sizes=hf_config)
+  got = forward(hf_config["hidden_act"])
+  np.testing.assert_allclose(got["sequence_output"][real], want["sequence_output"][real],
+                             atol=1e-5, rtol=0)
+  np.testing.assert_allclose(got["pooled_output"], want["pooled_output"], atol=1e-5, rtol=0)
+  exact = forward("gelu")
+  assert np.abs(exact["sequence_output"][real] - want["sequence_output"][real]).max() > 1e-4
 
 
 def test_released_format_checkpoint_out_and_back_exactly(tmp_path):

@@ -237,7 +237,7 @@ def readme_summary(results):
   lines = ["One `make bench%s` run on %s: %s%s, %d cores, %d round%s. How many times "
            "better ours is than each peer (above 1: faster, or less memory), the range "
            "over rounds in brackets:" % (
-               " --quick" if results.get("quick") else "", results["date"], m["cpu"],
+               " BENCH_ARGS=--quick" if results.get("quick") else "", results["date"], m["cpu"],
                " (%s)" % flags if flags else "", m["cores"], results["rounds"],
                "" if results["rounds"] == 1 else "s"), "",
            "| row | " + " | ".join("vs " + PEER_NAMES[p] for p in peers) + " |",

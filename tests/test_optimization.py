@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from conftest import (MODELING_REF, PRETRAINING_FEATURES, data_file, reference_config)
 import modeling
+from modeling import losses as losses_lib
 from modeling import optimization
 
 REF = MODELING_REF
@@ -41,6 +42,100 @@ def test_six_steps_match_original():
   for name, variable in model.original_names().items():
     np.testing.assert_allclose(variable.numpy(), ref["var/" + name], rtol=0, atol=1e-6,
                                err_msg=name)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_hugging_face_trainer_flags_take_pytorchs_steps(fused, monkeypatch):
+  """--adam_bias_correction, --adam_epsilon=1e-8, --weight_decay_rate=0,
+  --decay_after_warmup and --clip_dense_norm (Hugging Face Trainer's
+  defaults): six steps on the reference model, whose batch looks several
+  words up more than once, against PyTorch's AdamW, clip_grad_norm_ and
+  transformers' linear schedule taking them on the same model
+  (trainer_steps.npz, made by reference_makers/make_torch_trainer_reference.py)."""
+  from modeling.checkpoints import huggingface  # pylint: disable=g-import-not-at-top
+  ref = dict(np.load(data_file(REF + "trainer_steps.npz")))
+  inputs = dict(np.load(data_file(REF + "inputs.npz")))
+  features = {k: tf.constant(inputs[k]) for k in FEATURES}
+  if not fused:
+    monkeypatch.setattr(optimization.AdamWeightDecay, "_fused", lambda self: False)
+  model = _pretrainer()
+  optimizer = optimization.create_optimizer(
+      1e-3, num_train_steps=10, num_warmup_steps=2, weight_decay_rate=0.0,
+      adam_bias_correction=True, adam_epsilon=1e-8, decay_after_warmup=True,
+      clip_dense_norm=True)
+  learning_rates, losses = [], []
+  for _ in range(len(ref["losses"])):
+    learning_rates.append(float(optimizer.learning_rate))
+    with tf.GradientTape() as tape:
+      loss = model(features, training=True)["loss"]
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                  model.trainable_variables))
+    losses.append(float(loss))
+  np.testing.assert_allclose(learning_rates, ref["learning_rates"], rtol=0, atol=1e-9)
+  np.testing.assert_allclose(losses, ref["losses"], rtol=0, atol=2e-5)
+  tensors = {name: v.numpy() for name, v in model.original_names().items()}
+  ours, _ = huggingface.hf_tensors(tensors, _config().to_dict(), "BertForPreTraining")
+  compared = 0
+  for name, value in ours.items():
+    if "param/" + name in ref:
+      # A key bias adds the same to every score of a query, which softmax
+      # ignores: its gradient is rounding noise, and Adam scales noise up to
+      # full steps, so the two sides' noise shows (up to 1e-4 here).
+      atol = 2e-4 if name.endswith("key.bias") else 2e-5
+      np.testing.assert_allclose(value, ref["param/" + name], rtol=0, atol=atol, err_msg=name)
+      compared += 1
+  assert compared == len(ours) > 40
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_clip_dense_norm_is_clip_grad_norm_over_repeated_lookups(fused, monkeypatch):
+  """The same flags on the reference classifier, whose word embeddings get
+  gradients by lookup only (sliced), on a batch of five words each looked
+  up many times, with every step clipped (the gradients' norm is about
+  1.6): PyTorch's clip_grad_norm_ and --clip_dense_norm take the same steps
+  (trainer_steps.npz's classifier/...). Here the embeddings' share of the
+  norm is small, so the original's count of lookups would land within the
+  tolerance too: test_clipping_counts_lookups_or_the_summed_gradient tells
+  the two apart by hand."""
+  from modeling.checkpoints import huggingface  # pylint: disable=g-import-not-at-top
+  ref = dict(np.load(data_file(REF + "trainer_steps.npz")))
+  inputs = dict(np.load(data_file(REF + "inputs.npz")))
+  features = {"input_ids": tf.constant(ref["classifier/input_ids"], tf.int32),
+              "input_mask": tf.constant(inputs["input_mask"]),
+              "segment_ids": tf.constant(inputs["segment_ids"]),
+              "label_ids": tf.constant(inputs["label_ids"])}
+  if not fused:
+    monkeypatch.setattr(optimization.AdamWeightDecay, "_fused", lambda self: False)
+
+  def steps():
+    model = modeling.BertClassifier(_config(hidden_dropout_prob=0.0,
+                                            attention_probs_dropout_prob=0.0), num_labels=3)
+    modeling.load_original_checkpoint(model, data_file(REF + "model.ckpt"), log=False)
+    for layer in model._flatten_layers():  # pylint: disable=protected-access
+      if isinstance(layer, modeling.layers.Dropout):
+        layer.rate = 0.0  # The head's own dropout too.
+    optimizer = optimization.create_optimizer(
+        1e-3, num_train_steps=10, num_warmup_steps=2, weight_decay_rate=0.0,
+        adam_bias_correction=True, adam_epsilon=1e-8, decay_after_warmup=True,
+        clip_dense_norm=True)
+    loss_fn, losses = losses_lib.ClassifierLoss(), []
+    for _ in range(len(ref["classifier/losses"])):
+      with tf.GradientTape() as tape:
+        loss = loss_fn(model, features, loss_fn.totals(features))
+      gradients = tape.gradient(loss, model.trainable_variables)
+      optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+      losses.append(float(loss))
+    tensors = {name: v.numpy() for name, v in model.original_names().items()}
+    return losses, huggingface.hf_tensors(tensors, _config().to_dict(),
+                                          "BertForSequenceClassification")[0]
+
+  def worst(weights):
+    return max(np.abs(value - ref["classifier/param/" + name]).max()
+               for name, value in weights.items() if not name.endswith("key.bias"))
+
+  losses, weights = steps()
+  np.testing.assert_allclose(losses, ref["classifier/losses"], rtol=0, atol=2e-5)
+  assert len(weights) > 40 and worst(weights) < 2e-5
 
 
 def test_schedule_shape():

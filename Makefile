@@ -28,7 +28,7 @@ DEMO_PAIRS_SOURCE := $(if $(filter file,$(origin DEMO_CORPUS)),,--corpus_file=$(
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install test demo bench ablation clean
+.PHONY: install test test-faithfulness demo bench ablation clean
 
 # Installing also compiles the data generator's numba code (cached in
 # __pycache__), so the first run is as fast as later ones.
@@ -50,6 +50,15 @@ install: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -q -rs --durations=10 -n $(TEST_WORKERS) --dist loadfile tests
+
+# The tests against the original's own outputs (tokens, pre-training records,
+# model outputs, classifier files, in-graph tokens, contextual vectors): what
+# another Python must keep (CI runs them on the newest supported one too).
+FAITHFULNESS_TESTS := tests/test_tokenization.py tests/test_graph_tokenization.py \
+  tests/test_create_pretraining_data.py tests/test_modeling.py tests/test_extract_features.py \
+  tests/test_run_classifier.py tests/test_huggingface_checkpoints.py
+test-faithfulness: $(STAMP)
+	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadfile $(FAITHFULNESS_TESTS)
 
 $(DEMO_DIR)/corpus.txt: | $(STAMP)
 	mkdir -p $(DEMO_DIR)

@@ -15,7 +15,7 @@ import textwrap
 import pytest
 import tensorflow as tf
 
-from conftest import data_file, shared_path
+from conftest import blocks_with_reference_unicode, data_file, shared_path
 from data_prep import tokenization
 from serving import tokenizer as graph_tokenizer
 
@@ -144,7 +144,10 @@ def test_every_code_point(pairs, do_lower_case):
   words, pieces, ids = pair.steps([_block_text(b) for b in range(len(expected))])
   vocab = pair.python.vocab
   bad_blocks = []
-  for block, want in enumerate(expected):
+  compared = blocks_with_reference_unicode()
+  assert len(compared) > 4200  # Nearly all: a newer Unicode changes a few dozen.
+  for block in compared:
+    want = expected[block]
     out = words[block] + ["||"] + pieces[block]
     got = hashlib.sha256("\n".join(out).encode("utf-8", "surrogatepass"))
     if got.hexdigest()[:16] != want or ids[block] != [

@@ -44,7 +44,8 @@ the JSON file beside it): per row and task, each peer's medians over rounds
 and each round's figure, and how many times better ours is than each peer
 with the range of the rounds' own ratios (as bench/README.md reads them); the
 largest difference of each peer's probabilities from ours; the node counts of
-ORT's optimized graph by op type (what its optimizer fused); per round, the
+ORT's optimized graph by op type (what its optimizer fused); the share of
+the machine's float32 matmul peak (bench_matmul.py) each peer reached; per round, the
 CPU seconds the host gave to other machines while each peer ran (a round
 that lost many is the host's doing, not the peer's).
 CPU: bfloat16 pays only where the CPU multiplies in bfloat16 (AVX512-BF16,
@@ -94,7 +95,8 @@ def in_batches(requests, size):
 def percentiles(seconds):
   ordered = sorted(seconds)
   return {"p50": 1000 * statistics.median(ordered),
-          "p95": 1000 * ordered[int(0.95 * (len(ordered) - 1))]}
+          "p95": 1000 * ordered[int(0.95 * (len(ordered) - 1))],
+          "mean": 1000 * statistics.fmean(ordered)}
 
 
 def call(predict, requests):
@@ -381,6 +383,72 @@ def run_rounds(args, scratch, peers):
   return results
 
 
+def sequence_flops(size, length):
+  """Multiply-adds x 2 of one BERT-`size` sequence of `length` tokens: the
+  layers' products (query/key/value, output, feed-forward: 24 h^2 per token)
+  and attention's two (4 n h per token), the pooler and the 2-way classifier."""
+  from bench import bench_model  # pylint: disable=g-import-not-at-top
+  layers, hidden, _ = bench_model.SIZES[size]
+  per_layer = 24 * hidden * hidden * length + 4 * length * length * hidden
+  return layers * per_layer + 2 * hidden * hidden + 4 * hidden
+
+
+def row_flops(args, row):
+  """FLOPs of one row's work for one request (batch 1: the mean over the
+  requests) or one sentence (batches: each padded to its longest), at the
+  lengths our tokenizer gives the requests, [CLS] and [SEP] included."""
+  from data_prep import tokenization  # pylint: disable=g-import-not-at-top
+  tokenizer = tokenization.FullTokenizer(args.vocab_file, do_lower_case=True)
+  requests = dev_requests(args.glue_dir, row.task, row.requests)
+  lengths = [min(MAX_SEQ_LENGTH, 2 + len(tokenizer.tokenize(a)) +
+                 (1 + len(tokenizer.tokenize(b)) if b else 0)) for a, b in requests]
+  if row.batch_size == 1:
+    return statistics.fmean(sequence_flops(args.size, n) for n in lengths)
+  padded = [len(batch) * sequence_flops(args.size, max(batch))
+            for batch in in_batches(lengths, row.batch_size)]
+  return sum(padded) / len(lengths)
+
+
+def matmul_peak(peers):
+  """GFLOP/s: the better of TensorFlow's and PyTorch's float32 matmul with
+  every core (bench_matmul.py), each in its peer's environment."""
+  figures = {}
+  for environment, framework in (("ours", "tf"), ("hf", "torch")):
+    if environment == "ours" or any(environment_of(p) == environment for p in peers):
+      cmd = [environments.python_of(environment), "-m", "bench.bench_matmul",
+             "--framework=" + framework]
+      result = common.run_worker(cmd, "matmul/" + framework)
+      if result:
+        figures[framework] = result["gflops"]
+  return figures
+
+
+def peak_fractions(args, peers, results, peak):
+  """One line per row: the share of the matmul peak each peer reached (mean
+  latency at batch 1, throughput in batches)."""
+  best = max(peak.values())
+  lines = ["float32 matmul peak: %.0f GFLOP/s (%s). Share of it each peer reached "
+           "(the model's FLOPs at the requests' lengths, over the mean latency at batch 1 "
+           "or the throughput in batches):" % (best, ", ".join(
+               "%s %.0f" % item for item in sorted(peak.items())))]
+  for row in timed_rows(args):
+    flops = row_flops(args, row)
+    shares = []
+    for peer in peers:
+      if row.batch_size == 1:
+        seconds = median_of(results.get((row, peer), []), "mean")
+        seconds = seconds and seconds / 1000
+      else:
+        rate = median_of(results.get((row, peer), []), "sentences_per_s")
+        seconds = rate and 1 / rate
+      if seconds:
+        shares.append("%s %.0f%%" % (peer, 100 * flops / seconds / 1e9 / best))
+    lines.append("- %s (%.2f GFLOP per %s): %s" % (
+        row.title, flops / 1e9, "request" if row.batch_size == 1 else "sentence",
+        ", ".join(shares)))
+  return "\n".join(lines)
+
+
 def median_of(rounds, figure):
   values = [r[figure] for r in rounds if r]
   return statistics.median(values) if values else None
@@ -448,7 +516,7 @@ def host_share(results):
                 for (row, peer), rounds in stolen.items()))
 
 
-def report(args, peers, results, onnx_ops):
+def report(args, peers, results, onnx_ops, peak):
   """The Markdown report: a table per row, then the checks and the host's
   share."""
   parts = ["BERT-%s classifier, text in and probabilities out, tokenizer included, "
@@ -469,16 +537,18 @@ def report(args, peers, results, onnx_ops):
         "%s %.1e" % item for item in differences.items()))
   if onnx_ops:
     parts.append(onnx_ops_line(onnx_ops))
+  if peak:
+    parts.append(peak_fractions(args, peers, results, peak))
   parts.append(host_share(results))
   return "\n\n".join(parts) + "\n"
 
 
-def results_json(args, peers, results, onnx_ops):
+def results_json(args, peers, results, onnx_ops, peak):
   """Every round's figures (without the probabilities), for the record."""
   pins = {e: environments.PEERS[e]["packages"] for e in sorted(set(map(environment_of, peers)))
           if e in environments.PEERS}
   return {"machine": common.machine(), "versions": pins, "size": args.size,
-          "rounds": args.rounds,
+          "rounds": args.rounds, "matmul_peak_gflops": peak,
           "frozen_weights": args.frozen_weights, "peers": peers, "onnx_ops": onnx_ops,
           "probability_differences": probability_differences(peers, results),
           "rows": [{"task": row.task, "batch_size": row.batch_size, "requests": row.requests,
@@ -535,12 +605,13 @@ def main():
       print("ort: skipped (its ONNX export failed)")
       peers.remove("ort")
     results = run_rounds(args, scratch, peers)
-  text = report(args, peers, results, onnx_ops)
+  peak = matmul_peak(peers)
+  text = report(args, peers, results, onnx_ops, peak)
   print("\n" + text)
   os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
   common.write_text(args.output, text)
   common.write_text(os.path.splitext(args.output)[0] + ".json",
-                    json.dumps(results_json(args, peers, results, onnx_ops), indent=1))
+                    json.dumps(results_json(args, peers, results, onnx_ops, peak), indent=1))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """SavedModels for TF Serving: everything an export holds and how to ask it.
 
-tokenizer.py (FullTokenizer as TensorFlow ops), packing.py and squad_ops.py
-(features and SQuAD answers as TensorFlow ops); one module per task's
-signatures (classifier.py, multiple_choice.py, squad.py) over what they share
-(export.py); query.py, a client that needs only TensorFlow and
-tensorflow-text.
+tokenizer.py (FullTokenizer as TensorFlow ops), packing.py, window_ops.py and
+squad_ops.py (features, windows of long texts and SQuAD answers as TensorFlow
+ops); one module per task's signatures (classifier.py, multiple_choice.py,
+squad.py) over what they share (export.py); query.py, a client that needs
+only TensorFlow and tensorflow-text.
 """

@@ -8,6 +8,8 @@
 
 import tensorflow as tf
 
+from serving import window_ops
+
 
 def _first(ids, counts):
   """The first `counts[i]` tokens of each row of a RaggedTensor."""
@@ -102,30 +104,17 @@ def pack_windows(ids_a, ids_b, max_seq_length, cls_id, sep_id, stride, max_windo
   prefix = _first(ids_a, keep_a)
   # The body each example slides over: B in a pair, else A.
   body = tf.concat([_first(ids_a, tf.where(has_b, none, len_a)), _first(ids_b, len_b)], axis=1)
-  body_length = body.row_lengths()
   window_length = tf.where(has_b, space - keep_a, space + 1)
-  step = tf.maximum(tf.minimum(tf.cast(stride, tf.int64), window_length), 1)
-  beyond = tf.maximum(body_length - window_length, 0)
-  count = tf.minimum(1 + (beyond + step - 1) // step, max_windows)
-
-  # One row per window: its example, start and end in the example's body.
-  example = tf.repeat(tf.range(batch), count)
-  starts = tf.ragged.range(count).flat_values * tf.gather(step, example)
-  ends = tf.minimum(starts + tf.gather(window_length, example), tf.gather(body_length, example))
-  offsets = tf.gather(body.row_starts(), example)
-  window = tf.RaggedTensor.from_row_lengths(
-      tf.gather(body.flat_values, tf.ragged.range(offsets + starts, offsets + ends).flat_values),
-      ends - starts)
+  spans = window_ops.spans(body, window_length, stride, max_windows, empty_window=True)
+  example = spans.sequence
+  window = window_ops.gather_ranges(body, *spans)
   window_has_b = tf.gather(has_b, example)
-  lengths = ends - starts
+  lengths = spans.end - spans.start
   in_first = _first(window, tf.where(window_has_b, tf.zeros_like(lengths), lengths))
   in_second = _first(window, tf.where(window_has_b, lengths, tf.zeros_like(lengths)))
   head = tf.concat([tf.gather(prefix, example), in_first], axis=1)
-  rows = tf.shape(example, out_type=tf.int64)[0]
-
-  def column(value):
-    return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([rows, 1]), value))
-
+  rows = tf.shape(example)[0]
+  column = lambda value: window_ops.column(value, rows)
   sep_b = tf.ragged.boolean_mask(column(sep_id), window_has_b[:, None])
   tokens = tf.concat([column(cls_id), head, column(sep_id), in_second, sep_b], axis=1)
   segments = tf.concat([tf.zeros_like(column(0)), tf.zeros_like(head), tf.zeros_like(column(0)),
@@ -133,7 +122,8 @@ def pack_windows(ids_a, ids_b, max_seq_length, cls_id, sep_id, stride, max_windo
   shape = tf.stack([rows, max_seq_length])
 
   def per_example(values):
-    return tf.RaggedTensor.from_row_lengths(values.to_tensor(0, shape=shape), count).to_tensor(0)
+    return tf.RaggedTensor.from_value_rowids(values.to_tensor(0, shape=shape),
+                                             tf.cast(example, tf.int64), nrows=batch).to_tensor(0)
 
   return {"input_ids": per_example(tokens), "input_mask": per_example(tf.ones_like(tokens)),
           "segment_ids": per_example(segments)}

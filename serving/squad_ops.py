@@ -3,9 +3,9 @@
 `windows` cuts (question, context) pairs into the features that
 `convert_examples_to_features` (tasks/squad/features.py) makes, and
 `best_answers` turns the model's logits into what `write_predictions`
-(tasks/squad/predictions.py) predicts: the same windows, max-context choice,
-span filters and tie order, and the same `get_final_text` projection onto the
-context. Everything stays in the graph,
+(tasks/squad/predictions.py) predicts: the same windows and max-context
+choice (serving/window_ops.py), span filters and tie order, and the same
+`get_final_text` projection onto the context. Everything stays in the graph,
 so a SavedModel answers raw text under TF Serving.
 
 One known difference: TensorFlow's CPU kernels flush subnormal floats
@@ -14,6 +14,8 @@ Python ranks them by their tiny value. Trained models do not output them.
 """
 
 import tensorflow as tf
+
+from serving import window_ops
 
 # The characters the original splits a context on (tasks.squad.examples._DOC_WORD).
 _DOC_SPACE = "[\t\r\n\\x{202f}]"
@@ -33,17 +35,6 @@ def _lengths(ragged):
   return tf.cast(ragged.row_lengths(), tf.int32)
 
 
-def _column(value, rows):
-  return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], value))
-
-
-def _take(values, row_splits, rows, starts, limits):
-  """values[row_splits[rows] + range(starts, limits)] per row: a RaggedTensor."""
-  offsets = tf.gather(tf.cast(row_splits, tf.int32), rows)
-  index = tf.ragged.range(starts, limits) + offsets[:, None]
-  return tf.gather(values, index)
-
-
 def windows(tokenizer, questions, contexts, max_seq_length, doc_stride, max_query_length):
   """The features of every window of every (question, context), in order.
 
@@ -55,7 +46,6 @@ def windows(tokenizer, questions, contexts, max_seq_length, doc_stride, max_quer
   this window gives the token its most context); `words` [batch, (words)]
   the context split as the original splits it.
   """
-  batch = tf.shape(contexts)[0]
   words = tf.strings.split(tf.strings.regex_replace(contexts, _DOC_SPACE, " "), sep=" ")
   words = tf.ragged.boolean_mask(words, tf.not_equal(words, ""))
   pieces = tokenizer.tokenize_to_ids(words.flat_values)  # [all words, (pieces)]
@@ -64,42 +54,21 @@ def windows(tokenizer, questions, contexts, max_seq_length, doc_stride, max_quer
                             _lengths(pieces))
   query = tokenizer.tokenize_to_ids(questions)[:, :max_query_length]
 
-  # The sliding windows: each but the last is max_doc tokens long and the
-  # next starts min(max_doc, doc_stride) later.
-  doc_length = _lengths(doc)
+  # Each window holds up to max_doc pieces of the context, after the question.
   max_doc = max_seq_length - _lengths(query) - 3
-  step = tf.minimum(max_doc, doc_stride)
-  beyond_first = tf.maximum(doc_length - max_doc, 0)
-  count = tf.where(doc_length > 0, 1 + (beyond_first + step - 1) // step, 0)
-  example = tf.repeat(tf.range(batch), count)
-  num_windows = tf.shape(example)[0]
-  start = tf.ragged.range(count).flat_values * tf.gather(step, example)
-  length = tf.minimum(tf.gather(doc_length, example) - start, tf.gather(max_doc, example))
-  window_ids = _take(doc.flat_values, doc.row_splits, example, start, start + length)
-  window_words = _take(word_of_piece, doc.row_splits, example, start, start + length)
+  spans = window_ops.spans(doc, max_doc, doc_stride)
+  example = spans.sequence
+  window_ids = window_ops.gather_ranges(doc, *spans)
+  window_words = window_ops.gather_ranges(doc.with_flat_values(word_of_piece), *spans)
+  is_max = window_ops.max_context(doc, spans)
 
-  # Max context: score min(left, right) + 0.01 * length, in doubles as the
-  # original; the first window with the highest score wins each token.
-  position = tf.ragged.range(length)
-  score = tf.cast(tf.minimum(position, (length - 1)[:, None] - position), tf.float64)
-  score = score + 0.01 * tf.cast(length, tf.float64)[:, None]
-  token = (position + tf.gather(tf.cast(doc.row_splits, tf.int32), example)[:, None]
-           + start[:, None]).flat_values  # Index into doc.flat_values.
-  num_tokens = tf.shape(doc.flat_values)[0]
-  best = tf.math.unsorted_segment_max(score.flat_values, token, num_tokens)
-  window = tf.cast(position.value_rowids(), tf.int32)
-  winner = tf.math.unsorted_segment_min(
-      tf.where(tf.equal(score.flat_values, tf.gather(best, token)), window, num_windows),
-      token, num_tokens)
-  is_max = position.with_flat_values(tf.equal(tf.gather(winner, token), window))
-
-  rows = num_windows
+  rows = tf.shape(example)[0]
+  column = lambda value: window_ops.column(value, rows)
   query_rows = tf.gather(query, example)
-  tokens = tf.concat([_column(tokenizer.cls_id, rows), query_rows,
-                      _column(tokenizer.sep_id, rows), window_ids,
-                      _column(tokenizer.sep_id, rows)], axis=1)
-  segments = tf.concat([_column(0, rows), tf.zeros_like(query_rows), _column(0, rows),
-                        tf.ones_like(window_ids), _column(1, rows)], axis=1)
+  tokens = tf.concat([column(tokenizer.cls_id), query_rows, column(tokenizer.sep_id),
+                      window_ids, column(tokenizer.sep_id)], axis=1)
+  segments = tf.concat([column(0), tf.zeros_like(query_rows), column(0),
+                        tf.ones_like(window_ids), column(1)], axis=1)
   shape = [rows, max_seq_length]
   return {
       "input_ids": tokens.to_tensor(0, shape=shape),
@@ -107,7 +76,7 @@ def windows(tokenizer, questions, contexts, max_seq_length, doc_stride, max_quer
       "segment_ids": segments.to_tensor(0, shape=shape),
       "example": example,
       "doc_offset": _lengths(query_rows) + 2,
-      "doc_length": length,
+      "doc_length": spans.end - spans.start,
       "word_index": window_words.to_tensor(0, shape=shape),
       "is_max_context": is_max.to_tensor(False, shape=shape),
       "words": words,
@@ -228,8 +197,8 @@ def _span_texts(tokenizer, features, window, start, end, has_span):
   last_word = _gather_or_zero(word_index, base + end - offset, has_span)
   example = _gather_or_zero(features["example"], window, has_span)
   words = features["words"]
-  orig = _take(words.flat_values, words.row_splits, example, first_word,
-               tf.where(has_span, last_word + 1, first_word))
+  orig = window_ops.gather_ranges(words, example, first_word,
+                                 tf.where(has_span, last_word + 1, first_word))
   return final_text(tokenizer, pred_text, tf.strings.reduce_join(orig, axis=1, separator=" "))
 
 

@@ -30,7 +30,7 @@ import tensorflow as tf
 import modeling
 from plumbing import tf_example
 from serving import export
-from serving import squad_ops
+from serving import window_ops
 from serving import words as words_lib
 
 
@@ -53,37 +53,18 @@ def windows(tokenizer, texts, max_seq_length, doc_stride):
   piece_word = tf.repeat(tf.ragged.range(_lengths(words)).flat_values, _lengths(pieces))
   first_piece = tf.equal(tf.ragged.range(_lengths(pieces)).flat_values, 0)
 
-  max_doc = max_seq_length - 2
-  doc_length = _lengths(doc)
-  step = min(max_doc, doc_stride)
-  count = tf.where(doc_length > 0, 1 + (tf.maximum(doc_length - max_doc, 0) + step - 1) // step,
-                   0)
-  example = tf.repeat(tf.range(tf.shape(texts)[0]), count)
-  start = tf.ragged.range(count).flat_values * step
-  length = tf.minimum(tf.gather(doc_length, example) - start, max_doc)
-  take = lambda values: squad_ops._take(values, doc.row_splits, example, start,  # pylint: disable=protected-access
-                                        start + length)
-  window_ids, window_word, window_first = take(doc.flat_values), take(piece_word), take(
-      first_piece)
-
-  # Each piece's window: the first with the highest min(left, right) + 0.01 * length.
-  position = tf.ragged.range(length)
-  score = tf.cast(tf.minimum(position, (length - 1)[:, None] - position), tf.float64)
-  score = score + 0.01 * tf.cast(length, tf.float64)[:, None]
-  token = (position + tf.gather(tf.cast(doc.row_splits, tf.int32), example)[:, None]
-           + start[:, None]).flat_values
-  num_tokens = tf.shape(doc.flat_values)[0]
-  best = tf.math.unsorted_segment_max(score.flat_values, token, num_tokens)
-  window = tf.cast(position.value_rowids(), tf.int32)
-  num_windows = tf.shape(example)[0]
-  winner = tf.math.unsorted_segment_min(
-      tf.where(tf.equal(score.flat_values, tf.gather(best, token)), window, num_windows),
-      token, num_tokens)
-  labels_here = position.with_flat_values(
-      tf.equal(tf.gather(winner, token), window) & window_first.flat_values)
+  spans = window_ops.spans(doc, max_seq_length - 2, doc_stride)
+  example = spans.sequence
+  take = lambda flat: window_ops.gather_ranges(doc.with_flat_values(flat), *spans)
+  window_ids, window_word, window_first = (take(doc.flat_values), take(piece_word),
+                                           take(first_piece))
+  # A word is labelled at its first piece, in that piece's max-context window.
+  is_max = window_ops.max_context(doc, spans)
+  labels_here = is_max.with_flat_values(is_max.flat_values & window_first.flat_values)
   word = tf.where(labels_here, window_word, -tf.ones_like(window_word))
 
-  column = lambda value: squad_ops._column(value, num_windows)  # pylint: disable=protected-access
+  num_windows = tf.shape(example)[0]
+  column = lambda value: window_ops.column(value, num_windows)
   tokens = tf.concat([column(tokenizer.cls_id), window_ids, column(tokenizer.sep_id)], axis=1)
   word = tf.concat([column(-1), word, column(-1)], axis=1)
   shape = [num_windows, max_seq_length]

@@ -6,6 +6,8 @@ classification/ (GLUE and XNLI: glue.py declares each task once); squad/
 (SQuAD 1.1 and 2.0: examples, windowed features, predictions, the official
 metric); swag/ (multiple choice); ner/ (named-entity recognition: CoNLL
 files, first-piece labels, the CoNLL scorer's counts); each kind's task.py
-answers the driver. feature_extraction.py: extract_features' input lines and
-output files.
+answers the driver. What several kinds share: sliding_windows.py (windows
+over long token sequences, each token's max-context window) and
+pair_packing.py ([CLS] A [SEP] B [SEP]). feature_extraction.py:
+extract_features' input lines and output files.
 """

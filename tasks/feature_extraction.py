@@ -34,7 +34,7 @@ from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
 from plumbing import tfrecord
-from tasks.classification import features as classifier_features
+from tasks import pair_packing
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 OUTPUT_FORMATS = ("json", "npz", "tfrecord")
@@ -102,14 +102,14 @@ def read_examples(input_file):
 
 def convert_examples(examples, seq_length, tokenizer, chunk=1024):
   """InputFeatures of each example, in order, packed as the classifier packs
-  text (classification.features.pack_batch) `chunk` lines at a time; the
+  text (pair_packing.pack_batch) `chunk` lines at a time; the
   tokens are the strings of their ids."""
   examples = iter(examples)
   while True:
     batch = list(itertools.islice(examples, chunk))
     if not batch:
       return
-    ids, mask, type_ids = classifier_features.pack_batch(
+    ids, mask, type_ids = pair_packing.pack_batch(
         tokenizer, [e.text_a for e in batch], [e.text_b for e in batch], seq_length)
     for example, row_ids, row_mask, row_types in zip(batch, ids.tolist(), mask.tolist(),
                                                       type_ids.tolist()):

@@ -12,6 +12,7 @@ from conftest import data_file, shared_path
 from data_prep import tokenization
 from plumbing.errors import UserError
 from serving import packing
+from tasks import pair_packing
 from tasks.classification import features as classifier_features
 from tasks.classification import glue
 
@@ -196,8 +197,8 @@ def test_pair_truncation_lengths_are_the_one_token_at_a_time_loop():
     for len_a in lengths:
       for len_b in range(1, 17):
         tokens_a, tokens_b = list(range(len_a)), list(range(len_b))
-        classifier_features.truncate_seq_pair(tokens_a, tokens_b, budget)
-        got = classifier_features.truncated_pair_lengths(
+        pair_packing.truncate_seq_pair(tokens_a, tokens_b, budget)
+        got = pair_packing.truncated_pair_lengths(
             np.array([len_a]), np.array([len_b]), budget)
         assert (got[0][0], got[1][0]) == (len(tokens_a), len(tokens_b)), (len_a, len_b, budget)
 
@@ -207,8 +208,8 @@ def test_batch_packing_is_the_original_packing(tokenizer):
   whose records match the original's (test_run_classifier.py): the cases
   above, then whole real GLUE files at two lengths."""
   def batch_tokens(text_a, text_b, max_seq_length):
-    ids, mask, segments = classifier_features.pack_batch(tokenizer, [text_a], [text_b],
-                                                         max_seq_length)
+    ids, mask, segments = pair_packing.pack_batch(tokenizer, [text_a], [text_b],
+                                                  max_seq_length)
     return tokenizer.convert_ids_to_tokens(ids[0][:mask[0].sum()].tolist()), segments[0]
   assert batch_tokens("a b c d e f g h", "x y z", 9)[0] == [
       "[CLS]", "a", "b", "c", "[SEP]", "x", "y", "z", "[SEP]"]
@@ -223,7 +224,7 @@ def test_batch_packing_is_the_original_packing(tokenizer):
     processor = glue.get_processor(task)
     examples = getattr(processor, "get_%s_examples" % split)(_glue(task))
     for max_seq_length in (24, 128):
-      ids, mask, segments = classifier_features.pack_batch(
+      ids, mask, segments = pair_packing.pack_batch(
           tokenizer, [e.text_a for e in examples], [e.text_b for e in examples],
           max_seq_length)
       expected = [classifier_features.convert_single_example(
@@ -268,7 +269,7 @@ def _packed_in_python(ids_a, ids_b, max_seq_length, cls_id=101, sep_id=102):
   """convert_single_example's packing of token ids, the original's way."""
   ids_a, ids_b = list(ids_a), list(ids_b or [])
   if ids_b:
-    classifier_features.truncate_seq_pair(ids_a, ids_b, max_seq_length - 3)
+    pair_packing.truncate_seq_pair(ids_a, ids_b, max_seq_length - 3)
   else:
     ids_a = ids_a[:max_seq_length - 2]
   ids = [cls_id] + ids_a + [sep_id] + (ids_b + [sep_id] if ids_b else [])

@@ -36,15 +36,6 @@ def word_vocab(tmp_path_factory):
   return str(path)
 
 
-def test_windows_start_every_stride_and_cover_the_text():
-  assert windows.window_spans(10, 6, 4, 8) == [(0, 6), (4, 10)]
-  assert windows.window_spans(10, 4, 3, 8) == [(0, 4), (3, 7), (6, 10)]
-  assert windows.window_spans(10, 4, 9, 8) == [(0, 4), (4, 8), (8, 10)]  # Stride > window.
-  assert windows.window_spans(10, 4, 3, 2) == [(0, 4), (3, 7)]  # Cut after 2 windows.
-  assert windows.window_spans(4, 6, 4, 8) == [(0, 4)]
-  assert windows.window_spans(0, 6, 4, 8) == [(0, 0)]  # An empty text: [CLS] [SEP].
-
-
 def _words(prefix, count):
   return [FILLERS[(i + len(prefix)) % len(FILLERS)] for i in range(count)]
 

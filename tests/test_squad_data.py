@@ -185,30 +185,6 @@ def test_feature_writer_leaves_nothing_on_failure(tmp_path):
   assert os.listdir(str(tmp_path)) == []
 
 
-def _max_context_by_scan(spans, position):
-  """The original's rule, token by token: of the windows holding `position`,
-  the first with the strictly highest min(left, right context) + 0.01 x its
-  length."""
-  best, best_score = None, None
-  for index, (start, length) in enumerate(spans):
-    if start <= position < start + length:
-      score = min(position - start, start + length - 1 - position) + 0.01 * length
-      if best_score is None or score > best_score:
-        best, best_score = index, score
-  return best
-
-
-def test_max_context_pass_equals_the_per_token_scan():
-  # By hand: 10 tokens, windows of 6 every 2 tokens: (0, 6), (2, 6), (4, 6).
-  spans = squad_features.doc_spans_of(10, 6, 2)
-  assert spans == [(0, 6), (2, 6), (4, 6)]
-  assert squad_features.max_context_spans(spans, 10) == [0, 0, 0, 0, 1, 1, 2, 2, 2, 2]
-  for num_tokens, max_doc, stride in [(1, 5, 2), (37, 10, 3), (50, 7, 7), (23, 8, 1)]:
-    spans = squad_features.doc_spans_of(num_tokens, max_doc, stride)
-    best = squad_features.max_context_spans(spans, num_tokens)
-    assert best == [_max_context_by_scan(spans, p) for p in range(num_tokens)]
-
-
 # --- Predictions --------------------------------------------------------------
 
 PREDICTION_RUNS = [

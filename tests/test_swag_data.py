@@ -7,7 +7,7 @@ from conftest import data_file
 from data_prep import tokenization
 from plumbing.errors import UserError
 from tasks import swag
-from tasks.classification import features as classifier_features
+from tasks import pair_packing
 
 # The published files start with an unnamed index column.
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
@@ -96,7 +96,7 @@ def test_records_round_trip(tmp_path, tokenizer):
   for record, example in zip(records, examples):
     assert record["input_ids"].shape == (4, 12)
     for choice, ending in enumerate(example.endings):  # The one-example packing.
-      tokens, segments = classifier_features.pack_tokens(
+      tokens, segments = pair_packing.pack_tokens(
           tokenizer, example.context, example.start_ending + " " + ending, 12)
       padding = [0] * (12 - len(tokens))
       assert record["input_ids"][choice].tolist() == tokenizer.convert_tokens_to_ids(

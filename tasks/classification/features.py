@@ -4,18 +4,17 @@
 `convert_single_example` ([CLS] A [SEP] B [SEP], longest-first truncation,
 zero padding) and `file_based_convert_examples_to_features` keep the
 original `run_classifier.py`'s names and behaviour; the records hold what the
-original wrote. `pack_tokens` packs one example; `pack_batch` makes the
-same features for many examples at once, with the tokenizer's bulk path and
-array operations (the record writers here and SWAG's, and extract_features).
+original wrote. The sequences are packed by tasks/pair_packing.py: one example
+at a time for convert_single_example, a few thousand at once for the records.
 """
 
 from absl import logging
 import numpy as np
 
-from data_prep import tokenization
 from plumbing.errors import UserError
 from plumbing import tf_example
 from plumbing import tfrecord
+from tasks import pair_packing
 
 _RECORD_BATCH = 4096
 
@@ -56,18 +55,7 @@ class InputFeatures(object):
     self.is_real_example = is_real_example
 
 
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-  """Shortens the pair in place to at most `max_length` tokens in total,
-  one token at a time from the end of the longer one (B on ties): a short
-  text keeps all its tokens, which carry more per token."""
-  while len(tokens_a) + len(tokens_b) > max_length:
-    if len(tokens_a) > len(tokens_b):
-      tokens_a.pop()
-    else:
-      tokens_b.pop()
-
-
-_truncate_seq_pair = truncate_seq_pair
+_truncate_seq_pair = pair_packing.truncate_seq_pair  # The original's name.
 
 
 def label_map_of(label_list):
@@ -83,73 +71,21 @@ def label_ids_of(examples, label_list, is_regression):
 
 
 def _label_id(example, label_map, is_regression):
+  """The label's id; its score for regression; for a multi-label example
+  (a tuple of labels), a 0 or 1 per label."""
   if is_regression:
     return float(example.label)
   try:
+    if isinstance(example.label, tuple):
+      hot = [0] * len(label_map)
+      for label in example.label:
+        hot[label_map[label]] = 1
+      return hot
     return label_map[example.label]
-  except KeyError:
+  except KeyError as e:
     raise UserError("%s: unknown label %r; the task's labels are %s." % (
-        example.source or example.guid, example.label,
+        example.source or example.guid, e.args[0],
         ", ".join(repr(k) for k in label_map))) from None
-
-
-def pack_tokens(tokenizer, text_a, text_b, max_seq_length):
-  """(tokens, segment_ids) of [CLS] A [SEP] (B [SEP]), unpadded: the pair
-  truncated longest-first, or A alone cut to fit when B is empty or has no
-  tokens."""
-  tokens_a = tokenizer.tokenize(text_a)
-  tokens_b = tokenizer.tokenize(text_b) if text_b else None
-  if tokens_b:
-    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-  else:
-    tokens_a = tokens_a[:max_seq_length - 2]
-  tokens = [tokenization.CLS_TOKEN] + tokens_a + [tokenization.SEP_TOKEN]
-  segment_ids = [0] * len(tokens)
-  if tokens_b:
-    tokens += tokens_b + [tokenization.SEP_TOKEN]
-    segment_ids += [1] * (len(tokens_b) + 1)
-  return tokens, segment_ids
-
-
-def truncated_pair_lengths(len_a, len_b, budget):
-  """The lengths truncate_seq_pair leaves (arrays, B non-empty): within
-  `budget`, the pair is kept; else a side no longer than half the budget
-  keeps its length and the other gets the rest; else both end at half (A
-  takes the odd token, as ties shorten B first)."""
-  fits = len_a + len_b <= budget
-  half = budget // 2
-  a = np.where(len_b <= half, budget - len_b, np.where(len_a <= half, len_a, budget - half))
-  a = np.where(fits, len_a, a)
-  return a, np.where(fits, len_b, budget - a)
-
-
-def pack_batch(tokenizer, texts_a, texts_b, max_seq_length):
-  """(input_ids, input_mask, segment_ids), int64 [len(texts_a),
-  max_seq_length]: convert_single_example's features of each (A, B) pair
-  (B None or empty: A alone), tokenized in two calls of the bulk path."""
-  flat_a, splits_a = tokenizer.tokenize_to_ids_batch(texts_a)
-  flat_b, splits_b = tokenizer.tokenize_to_ids_batch([t or "" for t in texts_b])
-  cls_id, sep_id = tokenizer.convert_tokens_to_ids([tokenization.CLS_TOKEN,
-                                                    tokenization.SEP_TOKEN])
-  len_a, len_b = np.diff(splits_a), np.diff(splits_b)
-  pair_a, pair_b = truncated_pair_lengths(len_a, len_b, max_seq_length - 3)
-  len_a = np.where(len_b > 0, pair_a, np.minimum(len_a, max_seq_length - 2))
-  len_b = np.where(len_b > 0, pair_b, 0)
-  # Row i: [CLS], len_a[i] tokens of A, [SEP], then len_b[i] of B and [SEP].
-  position = np.arange(max_seq_length)[None, :]
-  end_a = 1 + len_a[:, None]
-  end_b = end_a + 1 + len_b[:, None]
-  in_a = (position >= 1) & (position < end_a)
-  in_b = (position > end_a) & (position < end_b)
-  ids = np.zeros((len(texts_a), max_seq_length), np.int64)
-  ids[:, 0] = cls_id
-  ids[in_a] = flat_a[(splits_a[:-1, None] + position - 1)[in_a]]
-  ids[in_b] = flat_b[(splits_b[:-1, None] + position - end_a - 1)[in_b]]
-  ids[position == end_a] = sep_id
-  ids[(position == end_b) & (len_b[:, None] > 0)] = sep_id
-  mask = (position < np.where(len_b > 0, end_b[:, 0] + 1, end_a[:, 0] + 1)[:, None])
-  segments = (position > end_a) & mask
-  return ids, mask.astype(np.int64), segments.astype(np.int64)
 
 
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):
@@ -164,8 +100,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
                          segment_ids=[0] * max_seq_length,
                          label_id=0.0 if is_regression else 0, is_real_example=False)
   label_id = _label_id(example, label_map_of(label_list), is_regression)
-  tokens, segment_ids = pack_tokens(tokenizer, example.text_a, example.text_b,
-                                    max_seq_length)
+  tokens, segment_ids = pair_packing.pack_tokens(tokenizer, example.text_a, example.text_b,
+                                                 max_seq_length)
   input_ids = tokenizer.convert_tokens_to_ids(tokens)
   input_mask = [1] * len(input_ids)
   padding = max_seq_length - len(input_ids)
@@ -193,16 +129,18 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
 # ---------------------------------------------------------------------------
 # Records.
 
-def example_spec(seq_length, is_regression=False, windows=None):
+def example_spec(seq_length, is_regression=False, windows=None, multi_labels=None):
   """The records' features, as the original wrote them, in the canonical order
   (sorted by name) that `SerializeToString(deterministic=True)` gives. With
   `windows` (tasks/classification/windows.py), each sequence feature is
-  [windows, seq_length]."""
+  [windows, seq_length]; with `multi_labels` (a multi-label task's label
+  count), label_ids holds a 0 or 1 per label."""
   shape = [windows, seq_length] if windows else [seq_length]
   return tf_example.ExampleSpec(sorted([
       ("input_ids", "int64", shape), ("input_mask", "int64", shape),
       ("segment_ids", "int64", shape),
-      ("label_ids", "float32" if is_regression else "int64", []),
+      ("label_ids", "float32" if is_regression else "int64",
+       [multi_labels] if multi_labels else []),
       ("is_real_example", "int64", [])]))
 
 
@@ -227,11 +165,13 @@ def write_feature_records(examples, spec, convert, output_file):
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length,
-                                            tokenizer, output_file):
+                                            tokenizer, output_file, multi_label=False):
   """Writes one record per example to `output_file` (atomically): what
   convert_single_example gives, made by pack_batch a few thousand at a time."""
   is_regression = label_list == [None]
-  spec = example_spec(max_seq_length, is_regression)
+  spec = example_spec(max_seq_length, is_regression,
+                      multi_labels=len(label_list) if multi_label else None)
+  no_label = [0] * len(label_list) if multi_label else 0
   label_map = label_map_of(label_list)
   with tfrecord.atomic_writers([output_file]) as (writer,):
     for start in range(0, len(examples), _RECORD_BATCH):
@@ -242,13 +182,13 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
                                tokenizer)
       real = np.array([not isinstance(e, PaddingInputExample) for e in chunk])
       texts = [(e.text_a, e.text_b) if r else ("", None) for e, r in zip(chunk, real)]
-      sequences = pack_batch(tokenizer, [a for a, _ in texts], [b for _, b in texts],
-                             max_seq_length)
+      sequences = pair_packing.pack_batch(tokenizer, [a for a, _ in texts],
+                                          [b for _, b in texts], max_seq_length)
       ints, floats = spec.empty_columns(len(chunk))
       for name, values in zip(("input_ids", "input_mask", "segment_ids"), sequences):
         ints[:, spec.int_columns[name]] = values * real[:, None]
-      labels = np.reshape([_label_id(e, label_map, is_regression) if r else 0
-                           for e, r in zip(chunk, real)], (-1, 1))
+      labels = np.reshape([_label_id(e, label_map, is_regression) if r else no_label
+                           for e, r in zip(chunk, real)], (len(chunk), -1))
       if is_regression:
         floats[:, spec.float_columns["label_ids"]] = labels
       else:
@@ -258,9 +198,9 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
 
 
 def read_records(input_file, seq_length, is_regression=False, is_training=False, seed=0,
-                 input_context=None, windows=None, shuffle_buffer=100):
+                 input_context=None, windows=None, shuffle_buffer=100, multi_labels=None):
   """Feature dicts (int32 ids) of a file the writers above made; training reads
   them repeated and shuffled (plumbing.tf_example.read_records)."""
-  return tf_example.read_records(input_file, example_spec(seq_length, is_regression, windows),
-                                   is_training=is_training, seed=seed,
-                                   input_context=input_context, shuffle_buffer=shuffle_buffer)
+  spec = example_spec(seq_length, is_regression, windows, multi_labels)
+  return tf_example.read_records(input_file, spec, is_training=is_training, seed=seed,
+                                 input_context=input_context, shuffle_buffer=shuffle_buffer)

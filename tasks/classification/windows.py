@@ -2,8 +2,8 @@
 
 The original truncates a long text: whatever lies past max_seq_length tokens
 never reaches the model. With windows, a long text becomes up to
-`max_windows` sequences whose bodies start every `stride` tokens (as
-run_squad.py's doc_stride slides over a document), each packed as the
+`max_windows` sequences whose bodies start every `stride` tokens
+(tasks/sliding_windows.py, as SQuAD's documents), each packed as the
 original packs an example; the model classifies every window and combines
 their logits (modeling.BertWindowClassifier), in training as in evaluation,
 prediction and the export (serving/packing.pack_windows makes the same
@@ -21,6 +21,7 @@ import dataclasses
 from absl import logging
 
 from data_prep import tokenization
+from tasks import sliding_windows
 from tasks.classification import features
 
 
@@ -31,22 +32,6 @@ class WindowSettings:
   most, the tokens past the last one are dropped."""
   stride: int
   max_windows: int
-
-
-def window_spans(num_tokens, window_length, stride, max_windows):
-  """(start, end) of each window over `num_tokens` tokens: starts 0, stride,
-  2 * stride, ... until a window reaches the end; at least one window, at
-  most `max_windows`."""
-  step = max(1, min(stride, window_length))
-  spans = []
-  start = 0
-  while len(spans) < max_windows:
-    end = min(start + window_length, num_tokens)
-    spans.append((start, end))
-    if end >= num_tokens:
-      break
-    start += step
-  return spans
 
 
 def kept_prefix_length(len_a, len_b, max_seq_length):
@@ -67,7 +52,8 @@ def window_rows(tokenizer, text_a, text_b, max_seq_length, settings):
     body, window_length = tokens_b, max_seq_length - 3 - len(prefix)
   else:
     prefix, body, window_length = None, tokens_a, max_seq_length - 2
-  spans = window_spans(len(body), window_length, settings.stride, settings.max_windows)
+  spans = sliding_windows.spans(len(body), window_length, settings.stride,
+                                settings.max_windows, empty_window=True)
   rows = []
   for start, end in spans:
     head = [tokenization.CLS_TOKEN] + (prefix if prefix is not None else body[start:end])

@@ -4,10 +4,10 @@ Each word becomes its WordPieces (a word the tokenizer makes nothing of, a
 lone control character say, becomes [UNK]: no word is dropped). The paper
 tags CoNLL-2003 by each word's first piece: the label sits on that piece and
 the other pieces carry none (no loss, no prediction). A sentence longer than
-a sequence is cut into windows of its pieces, SQuAD's way (a new window every
-`doc_stride` pieces), and each word is labelled, in training and prediction,
-only in the window that gives its first piece the most context: every word
-exactly once, none truncated.
+a sequence is cut into windows of its pieces as SQuAD's documents are
+(tasks/sliding_windows.py: a new window every `doc_stride` pieces), and each
+word is labelled, in training and prediction, only in the window that gives
+its first piece the most context: every word exactly once, none truncated.
 """
 
 import collections
@@ -17,8 +17,8 @@ import numpy as np
 
 from plumbing import tf_example
 from plumbing import tfrecord
+from tasks import sliding_windows
 from tasks.ner import conll
-from tasks.squad import features as squad_features
 
 NO_LABEL = -1  # tag_ids of [CLS], [SEP], a word's later pieces and padding.
 _RECORD_BATCH = 4096
@@ -62,12 +62,12 @@ def windows_of(sentence_index, pieces, max_seq_length, doc_stride, cls_id, sep_i
   flat = [p for word in pieces for p in word]
   word_of = np.repeat(np.arange(len(pieces)), [len(w) for w in pieces])
   first = np.concatenate([[0], np.cumsum([len(w) for w in pieces])[:-1]]).astype(int)
-  spans = squad_features.doc_spans_of(len(flat), max_seq_length - 2, doc_stride)
-  best = squad_features.max_context_spans(spans, len(flat))
+  spans = sliding_windows.spans(len(flat), max_seq_length - 2, doc_stride)
+  best = sliding_windows.max_context_windows(spans, len(flat))
   windows = []
-  for index, (start, length) in enumerate(spans):
-    labelled = [p for p in first if start <= p < start + length and best[p] == index]
-    windows.append(Window(sentence_index, [cls_id] + flat[start:start + length] + [sep_id],
+  for index, (start, end) in enumerate(spans):
+    labelled = [p for p in first if best[p] == index]
+    windows.append(Window(sentence_index, [cls_id] + flat[start:end] + [sep_id],
                           [1 + p - start for p in labelled],
                           [int(word_of[p]) for p in labelled]))
   return windows

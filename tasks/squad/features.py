@@ -8,8 +8,9 @@ records, in the canonical (sorted-map) serialisation; `read_features` reads
 them back for tf.data.
 
 Faster, same output: each document is tokenized once (not once per question)
-by the tokenizer's compiled bulk path, every token's "max context" window is
-found in one pass, and features are streamed to `output_fn` rather than kept.
+by the tokenizer's compiled bulk path, its windows and every token's "max
+context" window (tasks/sliding_windows.py) are found once per document and
+settings, and features are streamed to `output_fn` rather than kept.
 """
 
 from absl import logging
@@ -18,6 +19,7 @@ import numpy as np
 from plumbing.errors import UserError
 from plumbing import tf_example
 from plumbing import tfrecord
+from tasks import sliding_windows
 
 FIRST_UNIQUE_ID = 1000000000
 _QUESTION_BATCH = 4096
@@ -90,51 +92,17 @@ class _DocumentTokenizer(object):
 
   def windows(self, doc_tokens, max_tokens_for_doc, doc_stride):
     """Per window of the document (the last one given to `document`):
-    (start, length, word index per token, is-max-context per token)."""
+    (start, end, word index per token, is-max-context per token)."""
     key = (max_tokens_for_doc, doc_stride)
     cached = self._windows.get(key) if doc_tokens is self._last_doc else None
     if cached is None:
       _, _, tok_to_orig, _ = self.document(doc_tokens)
-      spans = doc_spans_of(len(tok_to_orig), max_tokens_for_doc, doc_stride)
-      best = max_context_spans(spans, len(tok_to_orig))
-      cached = [(start, length, tok_to_orig[start:start + length],
-                 [b == index for b in best[start:start + length]])
-                for index, (start, length) in enumerate(spans)]
+      spans = sliding_windows.spans(len(tok_to_orig), max_tokens_for_doc, doc_stride)
+      best = sliding_windows.max_context_windows(spans, len(tok_to_orig))
+      cached = [(start, end, tok_to_orig[start:end], [b == index for b in best[start:end]])
+                for index, (start, end) in enumerate(spans)]
       self._windows[key] = cached
     return cached
-
-
-def doc_spans_of(num_tokens, max_tokens_for_doc, doc_stride):
-  """(start, length) of the sliding windows over a document's tokens."""
-  spans = []
-  start = 0
-  while start < num_tokens:
-    length = min(num_tokens - start, max_tokens_for_doc)
-    spans.append((start, length))
-    if start + length == num_tokens:
-      break
-    start += min(length, doc_stride)
-  return spans
-
-
-def max_context_spans(doc_spans, num_tokens):
-  """For each document token, the window that gives it the most context.
-
-  The score is min(left, right context) + 0.01 * window length; the first
-  window with the strictly highest score wins. One vectorised pass per window
-  instead of a scan of all windows per token (same double arithmetic).
-  """
-  if len(doc_spans) == 1:
-    return [0] * num_tokens
-  best = np.full(num_tokens, -1, np.int64)
-  best_score = np.full(num_tokens, -np.inf)
-  for index, (start, length) in enumerate(doc_spans):
-    positions = np.arange(start, start + length)
-    score = np.minimum(positions - start, start + length - 1 - positions) + 0.01 * length
-    better = score > best_score[start:start + length]
-    best_score[start:start + length][better] = score[better]
-    best[start:start + length][better] = index
-  return best.tolist()
 
 
 def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer,
@@ -211,13 +179,13 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
       raise UserError("max_seq_length %d leaves no room for the document after "
                       "question %r (%d tokens) and [CLS], [SEP], [SEP]." %
                       (max_seq_length, example.qas_id, len(query_tokens)))
-    windows = documents.windows(example.doc_tokens, max_tokens_for_doc, doc_stride)
+    doc_windows = documents.windows(example.doc_tokens, max_tokens_for_doc, doc_stride)
     head_tokens = ["[CLS]"] + query_tokens + ["[SEP]"]
     head_ids = [cls_id] + query_ids + [sep_id]
     offset = len(head_tokens)  # = len(query_tokens) + 2
 
-    for span_index, (start, length, orig_index, is_max) in enumerate(windows):
-      stop = start + length
+    for span_index, (start, stop, orig_index, is_max) in enumerate(doc_windows):
+      length = stop - start
       tokens = head_tokens + all_tokens[start:stop] + ["[SEP]"]
       input_ids = head_ids + all_ids[start:stop] + [sep_id]
       positions = range(offset, offset + length)

@@ -22,7 +22,7 @@ from plumbing import files
 from plumbing import text_io
 from plumbing import tf_example
 from plumbing import tfrecord
-from tasks.classification import features as classifier_features
+from tasks import pair_packing
 
 NUM_CHOICES = 4
 COLUMNS = ("sent1", "sent2", "ending0", "ending1", "ending2", "ending3")
@@ -84,8 +84,8 @@ def examples_of(data_dir, split):
 def choice_features(examples, tokenizer, max_seq_length):
   """input_ids, input_mask, segment_ids, int64 [len(examples), 4,
   max_seq_length]: each ending packed as the classifier packs a pair,
-  context then start + " " + ending (classification.features.pack_batch)."""
-  sequences = classifier_features.pack_batch(
+  context then start + " " + ending (pair_packing.pack_batch)."""
+  sequences = pair_packing.pack_batch(
       tokenizer, [e.context for e in examples for _ in e.endings],
       [e.start_ending + " " + ending for e in examples for ending in e.endings],
       max_seq_length)

@@ -69,10 +69,10 @@ $(DEMO_DIR)/corpus.txt: | $(STAMP)
 demo: $(STAMP) $(DEMO_CORPUS)
 	@echo "==> [1/9] Learning a WordPiece vocabulary from $(DEMO_CORPUS)"
 	mkdir -p $(DEMO_DIR)
-	$(PY) -m vocab.learn_vocab --input_file=$(DEMO_CORPUS) \
+	$(PY) learn_vocab.py --input_file=$(DEMO_CORPUS) \
 	  --output_file=$(DEMO_DIR)/vocab.txt --vocab_size=$(DEMO_VOCAB_SIZE)
 	@echo "==> [2/9] Generating masked-LM + next-sentence pre-training data"
-	$(PY) -m data_prep.create_pretraining_data --input_file=$(DEMO_CORPUS) \
+	$(PY) create_pretraining_data.py --input_file=$(DEMO_CORPUS) \
 	  --output_file=$(DEMO_DIR)/pretraining_data.tfrecord \
 	  --vocab_file=$(DEMO_DIR)/vocab.txt --do_lower_case=True \
 	  --max_seq_length=$(DEMO_SEQ) --max_predictions_per_seq=10 --dupe_factor=5

@@ -143,12 +143,12 @@ def prepare(args):
   vocab = args.vocab_file or os.path.join(work, "vocab.txt")
   if not os.path.exists(vocab):
     _log("==> Learning a %d-token vocabulary" % args.vocab_size)
-    run_command(["-m", "vocab.learn_vocab", "--input_file=" + corpus, "--output_file=" + vocab,
+    run_command(["learn_vocab.py", "--input_file=" + corpus, "--output_file=" + vocab,
                  "--vocab_size=%d" % args.vocab_size], os.path.join(work, "logs", "vocab.log"))
   records = os.path.join(work, "pretraining_data.tfrecord")
   if not os.path.exists(records):
     _log("==> Writing masked-LM + next-sentence records (all objectives read these)")
-    run_command(["-m", "data_prep.create_pretraining_data", "--input_file=" + corpus,
+    run_command(["create_pretraining_data.py", "--input_file=" + corpus,
                  "--output_file=" + records, "--vocab_file=" + vocab,
                  "--max_seq_length=%d" % args.max_seq_length,
                  "--max_predictions_per_seq=%d" % args.max_predictions_per_seq,

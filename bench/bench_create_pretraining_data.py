@@ -99,7 +99,7 @@ def main():
 
   ours_out = os.path.join(workdir, "ours.tfrecord")
   ours_s, ours_mb = run_measured(
-      [sys.executable, "-m", "data_prep.create_pretraining_data",
+      [sys.executable, "create_pretraining_data.py",
        "--output_file=" + ours_out] + flags, common.REPO_ROOT,
       os.path.join(workdir, "ours.log"))
   print("ours:     %7.1f s  peak %6.0f MB" % (ours_s, ours_mb))

@@ -37,7 +37,7 @@ def imported(output_dir):
     return None
   prefix = os.path.join(output_dir, "bert_model.ckpt")
   if not os.path.exists(prefix + ".index"):
-    subprocess.run([sys.executable, "-m", "modeling.checkpoints.convert",
+    subprocess.run([sys.executable, "convert_checkpoint.py",
                     "--input_checkpoint=" + source, "--output_checkpoint=" + prefix,
                     "--output_format=original"], cwd=common.REPO_ROOT, check=True,
                    capture_output=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))

@@ -113,7 +113,7 @@ class Runner:
     python = environments.interpreter(peer)
     code_dir = None
     if peer == "ours":
-      cmd, cwd = [python, "-m", "data_prep.create_pretraining_data"], common.REPO_ROOT
+      cmd, cwd = [python, "create_pretraining_data.py"], common.REPO_ROOT
     elif peer == "original":
       code_dir = common.original_code_dir(self.args.original_dir)
       cmd, cwd = [python, "create_pretraining_data.py"], code_dir

@@ -1,148 +1,43 @@
-"""Raw text -> masked-LM / next-sentence TFRecords, identical to the original's.
+"""What the create_pretraining_data.py command does, with plain arguments:
+its inputs checked before any work starts, then the records written
+(data_prep/pretraining/generator.py makes them, identical to the
+original's)."""
 
-  python -m data_prep.create_pretraining_data \\
-    --input_file=corpus.txt --output_file=out.tfrecord \\
-    --vocab_file=vocab.txt --do_lower_case=True
-
-Every flag of the original keeps its name and default. Additions:
-  --num_workers           threads for tokenization (0 = one per core);
-  --on_invalid_utf8       `strict` (error naming file and line) or `ignore`;
-  --output_dir, --num_tasks, --task_index
-                          sharded mode (docs/pretraining_data.md): each input file is an
-                          independent shard with its own derived seed, written
-                          to output_dir/<input name>.tfrecord; existing shards
-                          are skipped, so an interrupted run resumes.
-"""
-
-import logging as py_logging
 import os
-import sys
 
-if __package__ in (None, ""):  # Run as a file path: make the repo importable.
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app
-from absl import flags
 from absl import logging
 
-from data_prep import casing
 from data_prep.pretraining import generator
 from data_prep import tokenization
-# The original's library names, where its users look for them.
-from data_prep.pretraining.generator import create_training_instances  # noqa: F401
-from data_prep.pretraining.generator import TrainingInstance  # noqa: F401
-from data_prep.pretraining.generator import write_instance_to_example_files  # noqa: F401
-from plumbing import cli
 from plumbing import stop_request
 from plumbing import text_io
 
-FLAGS = flags.FLAGS
 
-flags.DEFINE_string("input_file", None,
-                    "Input raw text file (or comma-separated list of files).")
-flags.DEFINE_string("output_file", None,
-                    "Output TF example file (or comma-separated list of files).")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for "
-                  "uncased models and False for cased models. Default: the casing "
-                  "recorded beside --vocab_file (tokenizer_config.json), else True.")
-flags.DEFINE_bool("do_whole_word_mask", False,
-                  "Whether to use whole word masking rather than per-WordPiece "
-                  "masking.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer("max_predictions_per_seq", 20,
-                     "Maximum number of masked LM predictions per sequence.")
-flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
-flags.DEFINE_integer("dupe_factor", 10,
-                     "Number of times to duplicate the input data (with "
-                     "different masks).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-flags.DEFINE_float("short_seq_prob", 0.1,
-                   "Probability of creating sequences which are shorter than "
-                   "the maximum length.")
-# Additions.
-flags.DEFINE_integer("num_workers", 0,
-                     "Tokenization threads; 0 means one per CPU core.")
-flags.DEFINE_enum("on_invalid_utf8", "strict", ["strict", "ignore"],
-                  "What to do with input lines that are not valid UTF-8: stop "
-                  "with an error naming the file and line, or drop the bad "
-                  "bytes.")
-flags.DEFINE_string("output_dir", None,
-                    "Sharded mode: write one output per input file into this "
-                    "directory instead of --output_file.")
-flags.DEFINE_integer("num_tasks", 1,
-                     "Sharded mode: how many processes/machines share the "
-                     "input files.")
-flags.DEFINE_integer("task_index", 0,
-                     "Sharded mode: which of --num_tasks this process is; it "
-                     "handles input files i with i % num_tasks == task_index.")
-
-
-def _num_workers(flag_value):
-  return flag_value if flag_value > 0 else (os.cpu_count() or 1)
-
-
-def options_from_flags():
-  """The flags' generation settings, checked."""
-  options = generator.Options(
-      max_seq_length=FLAGS.max_seq_length,
-      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-      random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
-      masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-      do_whole_word_mask=FLAGS.do_whole_word_mask)
-  options.validate()
-  return options
-
-
-def tokenizer_and_inputs_from_flags():
-  """The flags' tokenizer and input files, checked before any work starts.
-  Sets --do_lower_case, when not given, to the casing recorded beside the
-  vocabulary (data_prep/casing.py)."""
-  flag = FLAGS["do_lower_case"]
-  FLAGS.do_lower_case = casing.resolve(flag.value, not flag.using_default_value,
-                                       [os.path.dirname(FLAGS.vocab_file) or "."])
-  tokenizer = tokenization.FullTokenizer(
-      vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-  generator.check_vocab(tokenizer, FLAGS.vocab_file)
-  input_files = text_io.expand_globs(FLAGS.input_file)
+def checked_inputs(vocab_file, do_lower_case, input_file):
+  """(tokenizer, input files) for `input_file`, comma-separated globs; a
+  vocabulary without the special tokens, or no file, is one error line."""
+  tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
+  generator.check_vocab(tokenizer, vocab_file)
+  input_files = text_io.expand_globs(input_file)
   generator.check_input_files(input_files)
   return tokenizer, input_files
 
 
-def main(_):
-  logging.set_verbosity(logging.INFO)
-  py_logging.getLogger().setLevel(py_logging.INFO)
-  options = options_from_flags()
-  if bool(FLAGS.output_file) == bool(FLAGS.output_dir):
-    raise app.UsageError("Pass exactly one of --output_file and --output_dir.")
-  tokenizer, input_files = tokenizer_and_inputs_from_flags()
+def write_records(tokenizer, input_files, options, output_files=None, output_dir=None,
+                  num_tasks=1, task_index=0, num_workers=0, on_invalid_utf8="strict"):
+  """Writes the records of `input_files` into `output_files`, or, given
+  `output_dir` (sharded mode), one file per input file of this task's share
+  there. `num_workers`: tokenization threads, 0 for one per core. SIGTERM
+  stops it with nothing half-written."""
   logging.info("*** Reading from input files ***")
   for path in input_files:
     logging.info("  %s", path)
-  with stop_request.safe_points():  # SIGTERM: stop with nothing half-written.
-    _generate(tokenizer, input_files, options)
-
-
-def _generate(tokenizer, input_files, options):
-  if FLAGS.output_dir:
-    generator.generate_shards(input_files, FLAGS.output_dir, tokenizer, options,
-                              num_tasks=FLAGS.num_tasks, task_index=FLAGS.task_index,
-                              num_workers=_num_workers(FLAGS.num_workers),
-                              on_invalid_utf8=FLAGS.on_invalid_utf8)
-  else:
-    generator.generate(input_files, FLAGS.output_file.split(","), tokenizer, options,
-                       num_workers=_num_workers(FLAGS.num_workers),
-                       on_invalid_utf8=FLAGS.on_invalid_utf8)
-
-
-def cli_main():
-  """The command line (also the installed command's entry point)."""
-  flags.mark_flag_as_required("input_file")
-  flags.mark_flag_as_required("vocab_file")
-  cli.run(main)
-
-
-if __name__ == "__main__":
-  cli_main()
+  num_workers = num_workers if num_workers > 0 else (os.cpu_count() or 1)
+  with stop_request.safe_points():
+    if output_dir:
+      generator.generate_shards(input_files, output_dir, tokenizer, options,
+                                num_tasks=num_tasks, task_index=task_index,
+                                num_workers=num_workers, on_invalid_utf8=on_invalid_utf8)
+    else:
+      generator.generate(input_files, output_files, tokenizer, options,
+                         num_workers=num_workers, on_invalid_utf8=on_invalid_utf8)

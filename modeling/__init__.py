@@ -1,11 +1,12 @@
 """The Keras BERT model and how it is trained and run.
 
 config.py, layers.py, fused.py, heads.py, bert_model.py: the model;
-checkpoints/: the original's, our and Hugging Face's checkpoints, and
-the conversion command; optimization.py: the original's optimizer; losses.py,
-training.py (the one training driver), pretraining.py (objectives, eval
-metrics), inference.py (running a model over a dataset). Imports no data
-preparation, task or serving code.
+checkpoints/: the original's, our and Hugging Face's checkpoints, their
+conversion and loading; optimization.py: the original's optimizer; losses.py,
+training.py (the one training driver), strategy.py (tf.distribute
+strategies), pretraining.py (objectives, eval metrics), inference.py
+(running a model over a dataset). Imports no data preparation, task or
+serving code.
 """
 
 from modeling.bert_model import BertClassifier

@@ -1,4 +1,4 @@
-"""The original's optimizer and learning-rate schedule, plus LAMB and accumulation.
+"""The original's optimizer and learning-rate schedule, plus LAMB.
 
 `create_optimizer(init_lr, num_train_steps, num_warmup_steps)` gives what the
 original's `optimization.create_optimizer` trained with:
@@ -322,37 +322,3 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adam
   return cls(learning_rate=schedule, global_clipnorm=1.0, variable_names=variable_names,
              weight_decay_rate=weight_decay_rate, epsilon=adam_epsilon,
              clip_dense_norm=clip_dense_norm, **extra)
-
-
-class GradientAccumulator(object):
-  """Sums gradients over micro-batches so N of them make one optimizer step.
-
-  With per-micro-batch losses scaled so that they add up to the full batch's
-  loss (for a batch mean: each micro-batch mean times its share of the
-  examples), the summed gradient equals the full batch's gradient, and so does
-  the update, clipping included.
-  """
-
-  def __init__(self, variables):
-    self.variables = list(variables)
-    self._sums = [tf.Variable(tf.zeros_like(v), trainable=False,
-                              synchronization=tf.VariableSynchronization.ON_READ,
-                              aggregation=tf.VariableAggregation.SUM)
-                  for v in self.variables]
-
-  def add(self, gradients):
-    for total, gradient in zip(self._sums, gradients):
-      if gradient is not None:
-        total.assign_add(tf.convert_to_tensor(gradient))
-
-  def gradients(self):
-    return [tf.convert_to_tensor(s) for s in self._sums]
-
-  def reset(self):
-    for total in self._sums:
-      total.assign(tf.zeros_like(total))
-
-  def apply(self, optimizer):
-    """Applies the summed gradients with `optimizer` and starts over."""
-    optimizer.apply_gradients(zip(self.gradients(), self.variables))
-    self.reset()

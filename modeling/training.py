@@ -1,10 +1,10 @@
-"""The one training driver of every run_*.py: strategies, the training loop,
-resuming, and loading a trained model for inference.
+"""The one training driver of every run_*.py: the training loop, resuming it,
+and the optimizer the settings ask for.
 
     settings = TrainingSettings(output_dir="out", num_train_steps=1000,
                                 train_batch_size=32, learning_rate=2e-5,
                                 num_warmup_steps=100)
-    result = train(strategy, model, losses.ClassifierLoss(), dataset_fn, settings)
+    result = train(strategy, model, losses.ModelLoss(model), dataset_fn, settings)
 
 A custom loop rather than `model.fit`: it runs the same way on one device,
 several GPUs (MirroredStrategy), several machines (MultiWorkerMirroredStrategy,
@@ -28,6 +28,15 @@ original's semantics exactly:
     MultiWorkerMirroredStrategy the request is per worker: send it to all;
   * optionally, a callback every N steps (the fine-tuning driver's dev
     evaluation, tasks/driver.py) that can stop training early.
+
+The loop's parts, in the order a run meets them: `_resume` (the step to
+start from), `_input_iterator`, `_replica_step` (one step of one replica,
+its batch split into micro-batches by `_micro_batch_gradients`),
+`_compiled_steps` (many steps in one tf.function), then, chunk by chunk in
+`_train_until`: `_check_finite`, `_report_progress` (log line and
+TensorBoard), `_stop_if_requested` (SIGTERM), `_save`, `_stops_early`.
+Strategies come from modeling/strategy.py, the checkpoints' contents and
+loading from modeling/checkpoints/loading.py.
 """
 
 import contextlib
@@ -42,8 +51,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from modeling import checkpoints
+from modeling.checkpoints import loading
+# The scripts load weights and build strategies through this module.
+from modeling.checkpoints.loading import load_for_inference  # noqa: F401
+from modeling.checkpoints.loading import load_weights  # noqa: F401
 from modeling import optimization
+from modeling.strategy import create_strategy  # noqa: F401
+from modeling.strategy import is_chief
+from modeling.strategy import split_cpu  # noqa: F401
 from plumbing.errors import Stopped
 from plumbing.errors import UserError
 from plumbing import files
@@ -53,101 +68,6 @@ from plumbing import stop_request
 
 class NonFiniteLossError(UserError, FloatingPointError):
   """The training loss became NaN or infinite."""
-
-
-def split_cpu(count):
-  """Makes `count` logical CPU devices, so that multi-replica strategies can be
-  exercised on a machine without accelerators. Call before TensorFlow runs."""
-  if count > 1:
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
-
-
-def create_strategy(name=None, num_gpus=0, use_tpu=False, tpu_name=None,
-                    tpu_zone=None, gcp_project=None, master=None):
-  """The tf.distribute strategy the flags ask for.
-
-  With no name: `tpu` if use_tpu, `mirrored` with more than one GPU, else
-  `one_device` (TensorFlow's default strategy). `mirrored` on a machine without GPUs mirrors over the logical
-  CPU devices (useful for tests).
-  """
-  if name == "multi_worker_mirrored":  # Before anything initialises the runtime.
-    return tf.distribute.MultiWorkerMirroredStrategy()
-  if not name:
-    physical = tf.config.list_physical_devices("GPU")
-    name = "tpu" if use_tpu else (
-        "mirrored" if len(physical[:num_gpus or None]) > 1 else "one_device")
-  gpus = tf.config.list_logical_devices("GPU")
-  if num_gpus:
-    gpus = gpus[:num_gpus]
-  if name == "one_device":
-    # TensorFlow's default strategy: one replica, ops placed as usual (on the
-    # first GPU if there is one). OneDeviceStrategy computes the same but
-    # copies each step's input, which small models notice.
-    return tf.distribute.get_strategy()
-  if name == "mirrored":
-    devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
-    return tf.distribute.MirroredStrategy(devices)
-  if name == "tpu":
-    try:
-      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-          tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
-      tf.config.experimental_connect_to_cluster(resolver)
-      tf.tpu.experimental.initialize_tpu_system(resolver)
-    except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
-      raise UserError(
-          "No TPU could be reached (--tpu_name=%r, --tpu_zone=%r, --gcp_project=%r): "
-          "%s" % (tpu_name, tpu_zone, gcp_project, e)) from None
-    return tf.distribute.TPUStrategy(resolver)
-  raise UserError("Unknown --distribution_strategy %r." % name)
-
-
-def _is_chief(strategy):
-  resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-    return True
-  return resolver.task_type in (None, "chief") or (
-      resolver.task_type == "worker" and resolver.task_id == 0 and
-      "chief" not in resolver.cluster_spec().as_dict())
-
-
-def _checkpoint_dir(strategy, output_dir):
-  """Non-chief workers must save too, but to a scratch directory."""
-  if _is_chief(strategy):
-    return output_dir
-  return os.path.join(output_dir, "worker_tmp_%d" % strategy.cluster_resolver.task_id)
-
-
-def dropout_rng_states(model):
-  """The random-number state of every dropout layer.
-
-  Keras keeps it in SeedGenerator objects that TensorFlow checkpoints do not
-  see; saving it is what makes a resumed run draw the same dropout masks as
-  an uninterrupted one.
-  """
-  states = []
-  for layer in model._flatten_layers(include_self=True, recursive=True):  # pylint: disable=protected-access
-    for generator in getattr(layer, "_seed_generators", []):
-      states.append(generator.state)
-  return states
-
-
-def split_micro_batches(features, count):
-  """Splits every feature along the batch axis into `count` equal parts."""
-  if count == 1:
-    return [features]
-  parts = {k: tf.split(v, count, axis=0) for k, v in features.items()}
-  return [{k: parts[k][i] for k in features} for i in range(count)]
-
-
-def add_gradients(a, b):
-  """a + b; two IndexedSlices stay slices (all of them, as one batch would
-  have them), which the optimizer's clipping counts as the original did."""
-  if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
-    return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
-                            tf.concat([a.indices, b.indices], 0), a.dense_shape)
-  return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,6 +120,7 @@ def create_optimizer(settings):
 
 
 class TrainResult(object):
+  """What train() ends with: the last step, its loss, and examples per second."""
 
   def __init__(self, step, loss, examples_per_second):
     self.step = step
@@ -226,88 +147,172 @@ def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=N
   (plumbing/run_lock.py). `deferred`: as load_weights'.
   """
   files.makedirs(settings.output_dir)
-  lock = run_lock.hold(settings.output_dir) if _is_chief(strategy) else contextlib.nullcontext()
+  lock = run_lock.hold(settings.output_dir) if is_chief(strategy) else contextlib.nullcontext()
   with lock:
     return _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
                   stop_after_steps, evaluate_every, deferred)
 
 
+@dataclasses.dataclass
+class _Run(object):
+  """What the parts of one training run share."""
+  settings: TrainingSettings
+  optimizer: keras.optimizers.Optimizer
+  manager: tf.train.CheckpointManager
+  step: tf.Variable  # The global step, saved in every checkpoint.
+  # Set from a helper thread when SIGTERM arrives (plumbing/stop_request.py);
+  # read by the compiled loop before each step.
+  stop_requested: tf.Variable
+  writer: tf.summary.SummaryWriter
+
+
 def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
            stop_after_steps, evaluate_every, deferred):
-  num_train_steps = settings.num_train_steps
-  logging.info("***** Running training *****")
-  for name, count in counts:
-    logging.info("  %s = %d", name, count)
-  logging.info("  Batch size = %d", settings.train_batch_size)
-  logging.info("  Num steps = %d", num_train_steps)
-  global_batch_size = settings.train_batch_size
-  gradient_accumulation_steps = settings.gradient_accumulation_steps
-  save_checkpoints_steps = settings.save_checkpoints_steps
-  output_dir = settings.output_dir
-  num_replicas = strategy.num_replicas_in_sync
-  if global_batch_size % (num_replicas * gradient_accumulation_steps):
-    raise UserError(
-        "The batch size %d must be divisible by replicas (%d) x "
-        "gradient_accumulation_steps (%d)." %
-        (global_batch_size, num_replicas, gradient_accumulation_steps))
-  per_replica = global_batch_size // num_replicas
-  ckpt_dir = _checkpoint_dir(strategy, output_dir)
+  """train() inside the run's lock: sets the run up, then runs its steps."""
+  _log_start(settings, counts)
+  per_replica = _per_replica_batch_size(strategy, settings)
+  ckpt_dir = _checkpoint_dir(strategy, settings.output_dir)
   with strategy.scope():
     if optimizer is None:
       optimizer = create_optimizer(settings)
     # Slots are created now, not lazily inside the compiled loop (which
     # fails under MirroredStrategy) and before a restore fills them.
     optimizer.build(model.trainable_variables)
-    step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var,
-                                     dropout_rng=dropout_rng_states(model))
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+    checkpoint = loading.run_checkpoint(model, optimizer, step)
   manager = tf.train.CheckpointManager(checkpoint, ckpt_dir,
                                        max_to_keep=settings.keep_checkpoint_max or None,
                                        checkpoint_name="ckpt")
+  start_step = _resume(checkpoint, manager, step, model, settings.init_checkpoint, deferred)
+  if start_step >= settings.num_train_steps:
+    logging.info("Already at step %d of %d.", start_step, settings.num_train_steps)
+    return TrainResult(start_step, None, 0.0)
+  iterator = _input_iterator(strategy, dataset_fn, per_replica, start_step)
+  step_fn = _replica_step(model, loss_fn, optimizer, settings.gradient_accumulation_steps)
+  if settings.use_xla:
+    step_fn = tf.function(step_fn, jit_compile=True)
+  stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
+  run_steps = _compiled_steps(strategy, step_fn, iterator, step, stop_requested)
+  run = _Run(settings, optimizer, manager, step, stop_requested,
+             _summary_writer(strategy, settings.output_dir))
+  end_step = settings.num_train_steps if stop_after_steps is None else min(
+      settings.num_train_steps, start_step + stop_after_steps)
+  with stop_request.watch(lambda signum: stop_requested.assign(True)):
+    result = _train_until(run, run_steps, start_step, end_step, evaluate_every)
+  run.writer.flush()
+  if ckpt_dir != settings.output_dir:
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+  return result
+
+
+def _log_start(settings, counts):
+  logging.info("***** Running training *****")
+  for name, count in counts:
+    logging.info("  %s = %d", name, count)
+  logging.info("  Batch size = %d", settings.train_batch_size)
+  logging.info("  Num steps = %d", settings.num_train_steps)
+
+
+def _per_replica_batch_size(strategy, settings):
+  """Each replica's part of the global batch, which its micro-batches split
+  evenly."""
+  num_replicas = strategy.num_replicas_in_sync
+  accumulation = settings.gradient_accumulation_steps
+  if settings.train_batch_size % (num_replicas * accumulation):
+    raise UserError(
+        "The batch size %d must be divisible by replicas (%d) x "
+        "gradient_accumulation_steps (%d)." %
+        (settings.train_batch_size, num_replicas, accumulation))
+  return settings.train_batch_size // num_replicas
+
+
+def _checkpoint_dir(strategy, output_dir):
+  """Non-chief workers must save too, but to a scratch directory."""
+  if is_chief(strategy):
+    return output_dir
+  return os.path.join(output_dir, "worker_tmp_%d" % strategy.cluster_resolver.task_id)
+
+
+def _resume(checkpoint, manager, step, model, init_checkpoint, deferred):
+  """The step training starts from: the run's latest checkpoint restored
+  (weights, optimizer, step, dropout state), else the weights of
+  `init_checkpoint` at step 0."""
   if manager.latest_checkpoint:
-    with checkpoints.reporting_damage(manager.latest_checkpoint,
-                                      _resume_advice(manager, ckpt_dir)):
-      checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-    logging.info("Resuming from %s at step %d.", manager.latest_checkpoint, int(step_var.numpy()))
+    loading.resume(checkpoint, manager)
+    logging.info("Resuming from %s at step %d.", manager.latest_checkpoint, int(step.numpy()))
     if deferred:
       deferred.cancel()
   else:
-    load_weights(model, settings.init_checkpoint, deferred)
-  start_step = int(step_var.numpy())
-  if start_step >= num_train_steps:
-    logging.info("Already at step %d of %d.", start_step, num_train_steps)
-    return TrainResult(start_step, None, 0.0)
+    loading.load_weights(model, init_checkpoint, deferred)
+  return int(step.numpy())
+
+
+def _input_iterator(strategy, dataset_fn, per_replica, start_step):
+  """The distributed batches from `start_step` on: those trained on already
+  are skipped, so a resumed run reads what an uninterrupted one would."""
 
   def make_dataset(input_context):
     local_replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
     dataset = dataset_fn(per_replica, input_context)
     return dataset.skip(start_step * local_replicas)
 
-  iterator = iter(strategy.distribute_datasets_from_function(make_dataset))
+  return iter(strategy.distribute_datasets_from_function(make_dataset))
+
+
+def _replica_step(model, loss_fn, optimizer, micro_batches):
+  """replica_step(features) -> loss: one training step of one replica. The
+  loss's batch-wide totals are summed over all replicas first, so each
+  replica's loss is its share of the global batch's."""
   variables = model.trainable_variables
 
   def replica_step(features):
     totals = loss_fn.totals(features)
     context = tf.distribute.get_replica_context()
     totals = {k: context.all_reduce(tf.distribute.ReduceOp.SUM, v) for k, v in totals.items()}
-    grads = None
-    loss = 0.0
-    for micro in split_micro_batches(features, gradient_accumulation_steps):
-      with tf.GradientTape() as tape:
-        micro_loss = loss_fn(model, micro, totals)
-        scaled = optimizer.scale_loss(micro_loss)  # Loss scaling under float16.
-      micro_grads = tape.gradient(scaled, variables)
-      grads = micro_grads if grads is None else [
-          add_gradients(a, b) for a, b in zip(grads, micro_grads)]
-      loss += micro_loss
+    grads, loss = _micro_batch_gradients(model, loss_fn, optimizer, variables, features,
+                                         totals, micro_batches)
     optimizer.apply_gradients(zip(grads, variables))
     return loss
 
-  step_fn = tf.function(replica_step, jit_compile=True) if settings.use_xla else replica_step
+  return replica_step
 
-  # Set from a helper thread when SIGTERM arrives (plumbing/stop_request.py);
-  # read by the compiled loop before each step.
-  stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
+
+def _micro_batch_gradients(model, loss_fn, optimizer, variables, features, totals, count):
+  """(gradients, loss) of `features` as `count` micro-batches, one at a time
+  (gradient accumulation: less memory). Each micro-batch's loss is its share
+  of the global batch's, so the sums are the whole batch's."""
+  grads = None
+  loss = 0.0
+  for micro in split_micro_batches(features, count):
+    with tf.GradientTape() as tape:
+      micro_loss = loss_fn(model, micro, totals)
+      scaled = optimizer.scale_loss(micro_loss)  # Loss scaling under float16.
+    micro_grads = tape.gradient(scaled, variables)
+    grads = micro_grads if grads is None else [
+        add_gradients(a, b) for a, b in zip(grads, micro_grads)]
+    loss += micro_loss
+  return grads, loss
+
+
+def split_micro_batches(features, count):
+  """Splits every feature along the batch axis into `count` equal parts."""
+  if count == 1:
+    return [features]
+  parts = {k: tf.split(v, count, axis=0) for k, v in features.items()}
+  return [{k: parts[k][i] for k in features} for i in range(count)]
+
+
+def add_gradients(a, b):
+  """a + b; two IndexedSlices stay slices (all of them, as one batch would
+  have them), which the optimizer's clipping counts as the original did."""
+  if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
+    return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
+                            tf.concat([a.indices, b.indices], 0), a.dense_shape)
+  return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
+
+
+def _compiled_steps(strategy, step_fn, iterator, step, stop_requested):
+  """run_steps(n): up to n training steps in one tf.function."""
 
   @tf.function
   def run_steps(steps):
@@ -323,60 +328,101 @@ def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
       loss = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
       total += loss
       done += 1
-      step_var.assign_add(1)
+      step.assign_add(1)
     return loss, total / tf.cast(tf.maximum(done, 1), tf.float32), done
 
-  writer = tf.summary.create_file_writer(os.path.join(output_dir, "train")) \
-      if _is_chief(strategy) else tf.summary.create_noop_writer()
-  end_step = num_train_steps if stop_after_steps is None else min(
-      num_train_steps, start_step + stop_after_steps)
-  step = start_step
+  return run_steps
+
+
+def _summary_writer(strategy, output_dir):
+  """TensorBoard's writer of output_dir/train; other workers than the chief
+  write nothing."""
+  if is_chief(strategy):
+    return tf.summary.create_file_writer(os.path.join(output_dir, "train"))
+  return tf.summary.create_noop_writer()
+
+
+def _train_until(run, run_steps, step, end_step, evaluate_every):
+  """Runs the compiled steps to `end_step`, in chunks that end at each
+  checkpoint, evaluation and `iterations_per_loop` steps; the TrainResult."""
+  settings = run.settings
   loss = None
   rate = 0.0
   eval_steps, evaluate = evaluate_every or (None, None)
-  with stop_request.watch(lambda signum: stop_requested.assign(True)):
-    while step < end_step:
-      next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
-      chunk = min(settings.iterations_per_loop, next_save - step, end_step - step)
-      if eval_steps:
-        chunk = min(chunk, (step // eval_steps + 1) * eval_steps - step)
-      started = time.time()
-      loss, mean_loss, done = run_steps(tf.constant(chunk, tf.int64))
-      loss, mean_loss, done = float(loss), float(mean_loss), int(done)
-      elapsed = time.time() - started
-      step = int(step_var.numpy())
-      if done and not np.isfinite(mean_loss):  # Any non-finite step of the loop.
-        raise NonFiniteLossError(
-            "Loss is %s at step %d; stopping. The last good checkpoint is %s." %
-            (mean_loss, step, manager.latest_checkpoint or "(none)"))
-      if done:
-        rate = done * global_batch_size / max(elapsed, 1e-9)
-        learning_rate = float(optimizer.learning_rate)
-        logging.info("step %d/%d: loss = %.6f, mean of the last %d steps %.6f, "
-                     "%.1f examples/s, learning rate %.3g", step, num_train_steps, loss,
-                     done, mean_loss, rate, learning_rate)
-        with writer.as_default(step=step):
-          # The loop's mean: one step's loss at small batches is mostly noise.
-          tf.summary.scalar("loss", mean_loss)
-          tf.summary.scalar("learning_rate", learning_rate)
-          tf.summary.scalar("examples_per_second", rate)
-      if bool(stop_requested.numpy()):
-        saved = _save(manager, step)
-        writer.flush()
-        raise Stopped("SIGTERM at step %d of %d; saved %s. Run the same command again "
-                      "to continue from there." % (step, num_train_steps, saved))
-      if step % save_checkpoints_steps == 0 or step == num_train_steps:
-        _save(manager, step)
-      if eval_steps and (step % eval_steps == 0 or step == num_train_steps) and evaluate(step):
-        if step % save_checkpoints_steps and step != num_train_steps:
-          _save(manager, step)
-        logging.info("Stopping early at step %d of %d: dev results stopped improving.",
-                     step, num_train_steps)
-        break
-  writer.flush()
-  if ckpt_dir != output_dir:
-    shutil.rmtree(ckpt_dir, ignore_errors=True)
+  while step < end_step:
+    chunk = _chunk_size(step, end_step, settings, eval_steps)
+    started = time.time()
+    loss, mean_loss, done = run_steps(tf.constant(chunk, tf.int64))
+    loss, mean_loss, done = float(loss), float(mean_loss), int(done)
+    elapsed = time.time() - started
+    step = int(run.step.numpy())
+    _check_finite(run, step, done, mean_loss)
+    if done:
+      rate = done * settings.train_batch_size / max(elapsed, 1e-9)
+      _report_progress(run, step, loss, done, mean_loss, rate)
+    _stop_if_requested(run, step)
+    if step % settings.save_checkpoints_steps == 0 or step == settings.num_train_steps:
+      _save(run.manager, step)
+    if eval_steps and _stops_early(run, step, eval_steps, evaluate):
+      break
   return TrainResult(step, loss, rate)
+
+
+def _chunk_size(step, end_step, settings, eval_steps):
+  """How many steps the next call runs: at most `iterations_per_loop`, and
+  none past the next checkpoint, evaluation or `end_step`."""
+  save_every = settings.save_checkpoints_steps
+  next_save = (step // save_every + 1) * save_every
+  chunk = min(settings.iterations_per_loop, next_save - step, end_step - step)
+  if eval_steps:
+    chunk = min(chunk, (step // eval_steps + 1) * eval_steps - step)
+  return chunk
+
+
+def _check_finite(run, step, done, mean_loss):
+  """Stops before the weights are saved if any step of the chunk had a
+  non-finite loss (its mean is then not finite either)."""
+  if done and not np.isfinite(mean_loss):
+    raise NonFiniteLossError(
+        "Loss is %s at step %d; stopping. The last good checkpoint is %s." %
+        (mean_loss, step, run.manager.latest_checkpoint or "(none)"))
+
+
+def _report_progress(run, step, loss, done, mean_loss, rate):
+  """The chunk's log line, and its TensorBoard scalars."""
+  learning_rate = float(run.optimizer.learning_rate)
+  logging.info("step %d/%d: loss = %.6f, mean of the last %d steps %.6f, "
+               "%.1f examples/s, learning rate %.3g", step, run.settings.num_train_steps,
+               loss, done, mean_loss, rate, learning_rate)
+  with run.writer.as_default(step=step):
+    # The loop's mean: one step's loss at small batches is mostly noise.
+    tf.summary.scalar("loss", mean_loss)
+    tf.summary.scalar("learning_rate", learning_rate)
+    tf.summary.scalar("examples_per_second", rate)
+
+
+def _stop_if_requested(run, step):
+  """After SIGTERM, saves this step and ends the run; the same command run
+  again continues from it."""
+  if not bool(run.stop_requested.numpy()):
+    return
+  saved = _save(run.manager, step)
+  run.writer.flush()
+  raise Stopped("SIGTERM at step %d of %d; saved %s. Run the same command again "
+                "to continue from there." % (step, run.settings.num_train_steps, saved))
+
+
+def _stops_early(run, step, eval_steps, evaluate):
+  """Runs the evaluation callback when one is due; True when it asks to stop
+  (the step is then saved, if it was not already)."""
+  num_train_steps = run.settings.num_train_steps
+  if not (step % eval_steps == 0 or step == num_train_steps) or not evaluate(step):
+    return False
+  if step % run.settings.save_checkpoints_steps and step != num_train_steps:
+    _save(run.manager, step)
+  logging.info("Stopping early at step %d of %d: dev results stopped improving.",
+               step, num_train_steps)
+  return True
 
 
 def _save(manager, step):
@@ -395,55 +441,3 @@ def _save(manager, step):
       except (OSError, tf.errors.OpError):
         pass  # The save's own error is the one to report.
     raise
-
-
-def _resume_advice(manager, ckpt_dir):
-  """What to do when the latest checkpoint of a run cannot be read."""
-  latest = manager.latest_checkpoint
-  earlier = [c for c in manager.checkpoints if c != latest]
-  state = os.path.join(ckpt_dir, "checkpoint")
-  if not earlier:
-    return ("Delete %s.* and %s to train from the start." % (latest, state))
-  return ("To resume from the checkpoint before it, delete %s.* and set the first line "
-          "of %s to: model_checkpoint_path: \"%s\"" %
-          (latest, state, os.path.basename(earlier[-1])))
-
-
-def load_for_inference(model, output_dir, init_checkpoint=None, deferred=None):
-  """Loads the latest checkpoint of `output_dir`, else `init_checkpoint`
-  (else the model keeps its initialisation); returns the global step, which
-  is 0 unless the weights come from a training run in `output_dir`.
-  `deferred`: as load_weights'."""
-  latest = tf.train.latest_checkpoint(output_dir)
-  load_weights(model, latest or init_checkpoint, deferred)
-  return latest_checkpoint_step(output_dir) if latest else 0
-
-
-def load_weights(model, checkpoint, deferred=None):
-  """Loads `checkpoint` (either kind; None: nothing) into `model`.
-
-  `deferred`: the model's random weights not drawn yet
-  (layers.deferred_initialization); those the checkpoint does not give a
-  value are drawn, as they would have been at construction.
-  """
-  if not checkpoint:
-    if deferred:
-      deferred.initialize()
-    return
-  loaded = checkpoints.load_checkpoint(model, checkpoint)
-  if not deferred:
-    return
-  if isinstance(loaded, checkpoints.LoadReport):  # The original's format: by name.
-    deferred.initialize(except_for=loaded.assigned)
-  elif checkpoints.matched_every_object(loaded):
-    deferred.cancel()
-  else:  # Draw them all, then load again over the drawn ones.
-    deferred.initialize()
-    checkpoints.load_checkpoint(model, checkpoint, log=False)
-
-
-def latest_checkpoint_step(output_dir):
-  latest = tf.train.latest_checkpoint(output_dir)
-  if not latest:
-    return 0
-  return int(tf.train.load_checkpoint(latest).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))

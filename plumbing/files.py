@@ -209,3 +209,21 @@ def read_labels(directory):
     return None
   with (_gfile().GFile(path) if is_remote(path) else open(path, encoding="utf-8")) as f:
     return [line.rstrip("\r\n") for line in f if line.strip()]
+
+
+# A multi-label run's --output_dir says so here (transformers' problem_type),
+# for the conversion back: its labels alone look like a classifier's.
+PROBLEM_FILE = "problem_type.txt"
+
+
+def write_problem(directory, problem):
+  write_text(os.path.join(directory, PROBLEM_FILE), problem + "\n")
+
+
+def read_problem(directory):
+  """The problem type `directory` records, or None."""
+  path = os.path.join(directory, PROBLEM_FILE)
+  if not exists(path):
+    return None
+  with (_gfile().GFile(path) if is_remote(path) else open(path, encoding="utf-8")) as f:
+    return f.read().strip() or None

@@ -75,10 +75,10 @@ class _FakeRunner(object):
 
   def __call__(self, args, log_path):
     self.commands.append(args)
-    if args[:2] == ["-m", "vocab.learn_vocab"]:
+    if args[0] == "learn_vocab.py":
       with open(_flag(args, "output_file"), "w") as f:
         f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
-    elif args[:2] == ["-m", "data_prep.create_pretraining_data"]:
+    elif args[0] == "create_pretraining_data.py":
       open(_flag(args, "output_file"), "w").close()
     else:
       out = _flag(args, "output_dir")

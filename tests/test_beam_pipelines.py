@@ -49,10 +49,10 @@ def test_records_are_the_sharded_modes(tmp_path, masking, beam_options):
   common = ["--input_file=%s/*" % corpus, "--vocab_file=" + data_file(
       "vocab/bert_uncased_vocab.txt"), "--max_seq_length=64", "--max_predictions_per_seq=8",
             "--dupe_factor=2", "--random_seed=7"] + masking
-  sharded = _python(["-m", "data_prep.create_pretraining_data",
+  sharded = _python(["create_pretraining_data.py",
                      "--output_dir=%s" % (tmp_path / "sharded"), "--num_workers=1"] + common)
   assert sharded.returncode == 0, sharded.stderr[-2000:]
-  beam = _python(["-m", "data_prep.beam_pretraining_data",
+  beam = _python(["beam_pretraining_data.py",
                   "--output_dir=%s" % (tmp_path / "beam")] + common + beam_options)
   assert beam.returncode == 0, beam.stderr[-3000:]
   expected = _records(str(tmp_path / "sharded" / "*.tfrecord"))
@@ -81,7 +81,7 @@ def test_bad_input_stops_before_the_pipeline(tmp_path):
        "Unknown arguments: --dupe_factr"),
   ]
   for args, message in cases:
-    result = _python(["-m", "data_prep.beam_pretraining_data", "--output_dir=%s" % out] + args)
+    result = _python(["beam_pretraining_data.py", "--output_dir=%s" % out] + args)
     assert result.returncode == 1, result.stderr[-2000:]
     errors = [l for l in result.stderr.splitlines() if l.startswith(PROGRAM_ERROR)]
     assert len(errors) == 1 and message in errors[0], result.stderr[-2000:]
@@ -94,7 +94,7 @@ def test_failed_pipeline_leaves_no_output_files(tmp_path):
   with open(corpus / "broken.txt", "wb") as f:
     f.write(b"A fine first line.\nA second line, then bad bytes \xff\xfe here.\n")
   out = tmp_path / "out"
-  result = _python(["-m", "data_prep.beam_pretraining_data", "--output_dir=%s" % out,
+  result = _python(["beam_pretraining_data.py", "--output_dir=%s" % out,
                     "--input_file=%s/*" % corpus,
                     "--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"),
                     "--max_seq_length=64", "--dupe_factor=1"])
@@ -111,7 +111,7 @@ def test_beam_word_count_gives_the_same_vocabulary(tmp_path, algorithm):
   vocabularies = []
   for mode in ([], ["--beam", "--direct_num_workers=2"]):
     out = tmp_path / ("vocab%d.txt" % len(vocabularies))
-    result = _python(["-m", "vocab.learn_vocab", "--input_file=" + ",".join(CORPORA),
+    result = _python(["learn_vocab.py", "--input_file=" + ",".join(CORPORA),
                       "--output_file=%s" % out, "--vocab_size=600",
                       "--algorithm=" + algorithm] + mode)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -120,7 +120,7 @@ def test_beam_word_count_gives_the_same_vocabulary(tmp_path, algorithm):
 
 
 def test_unknown_flags_without_beam_are_an_error(tmp_path):
-  result = _python(["-m", "vocab.learn_vocab", "--input_file=" + CORPORA[0],
+  result = _python(["learn_vocab.py", "--input_file=" + CORPORA[0],
                     "--output_file=%s" % (tmp_path / "v.txt"), "--vocab_sise=600"])
   assert result.returncode == 1 and "--vocab_sise=600" in result.stderr
   assert not (tmp_path / "v.txt").exists()

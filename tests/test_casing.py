@@ -89,7 +89,7 @@ def converted(tmp_path_factory):
   with open(os.path.join(hf, "vocab.txt"), "w", encoding="utf-8") as f:
     f.write("".join(t + "\n" for t in CASED_VOCAB))
   prefix = str(root / "converted" / "bert_model.ckpt")
-  [result] = run_cli_cases("modeling.checkpoints.convert", [
+  [result] = run_cli_cases("convert_checkpoint.py", [
       ["--input_checkpoint=" + hf, "--output_checkpoint=" + prefix,
        "--output_format=original"]])
   assert result.returncode == 0, result.stderr[-3000:]
@@ -143,7 +143,7 @@ def test_pretraining_data_follows_the_recorded_casing(converted, tmp_path):
   base = ["--input_file=%s" % (tmp_path / "corpus.txt"),
           "--vocab_file=" + os.path.join(converted, "vocab.txt"), "--max_seq_length=16",
           "--max_predictions_per_seq=2", "--dupe_factor=1"]
-  follows, contradicts = run_cli_cases("data_prep.create_pretraining_data", [
+  follows, contradicts = run_cli_cases("create_pretraining_data.py", [
       base + ["--output_file=%s" % (tmp_path / "follows.tfrecord")],
       base + ["--output_file=%s" % (tmp_path / "contradicts.tfrecord"),
               "--do_lower_case=true"]])

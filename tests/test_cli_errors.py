@@ -18,12 +18,12 @@ def test_create_pretraining_data_and_learn_vocab(tmp_path):
   vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
   corpus = tmp_path / "corpus.txt"
   corpus.write_text("hello hello.\n")
-  (result,) = run_cli_cases("data_prep.create_pretraining_data", [[
+  (result,) = run_cli_cases("create_pretraining_data.py", [[
       "--input_file=%s" % corpus, "--output_file=%s" % (tmp_path / "out.tfrecord"),
       "--vocab_file=%s" % vocab]])
   assert_one_line_error(result, "create_pretraining_data.py", str(vocab), "[MASK]")
   assert not os.path.exists(tmp_path / "out.tfrecord")
-  (result,) = run_cli_cases("vocab.learn_vocab", [[
+  (result,) = run_cli_cases("learn_vocab.py", [[
       "--input_file=%s" % (tmp_path / "missing*"), "--output_file=%s" % (tmp_path / "v.txt"),
       "--vocab_size=200"]])
   assert_one_line_error(result, "learn_vocab.py", "missing*")
@@ -31,10 +31,10 @@ def test_create_pretraining_data_and_learn_vocab(tmp_path):
 
 def test_convert_checkpoint_and_run_pretraining(tmp_path):
   config = data_file(EVAL_REF + "bert_config.json")
-  (result,) = run_cli_cases("modeling.checkpoints.convert", [[
+  (result,) = run_cli_cases("convert_checkpoint.py", [[
       "--bert_config_file=" + config, "--input_checkpoint=%s" % (tmp_path / "nothing"),
       "--output_checkpoint=%s" % (tmp_path / "out")]])
-  assert_one_line_error(result, "convert.py", "No checkpoint at", "nothing")
+  assert_one_line_error(result, "convert_checkpoint.py", "No checkpoint at", "nothing")
   pretraining = ["--bert_config_file=" + config,
                  "--input_file=" + data_file("pretraining_reference/sample_default.tfrecord"),
                  "--output_dir=%s" % tmp_path, "--do_train", "--max_seq_length=64"]

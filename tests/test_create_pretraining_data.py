@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, data_file, run_cli_cases, shared_path
-from data_prep import create_pretraining_data as cpd
+import create_pretraining_data as cpd  # The script, which has the original's library names.
 from data_prep.pretraining import generator
 from data_prep.pretraining import python_random
 from data_prep.pretraining import records as pretraining_records
@@ -109,8 +109,9 @@ def test_record_files_byte_identical_to_tensorflow_writer(tmp_path):
 
 
 def _run_cli(args, cwd=REPO_ROOT):
-  return subprocess.run([sys.executable, "-m", "data_prep.create_pretraining_data"] + args,
-                        cwd=cwd, capture_output=True, text=True, timeout=300)
+  script = os.path.join(REPO_ROOT, "create_pretraining_data.py")
+  return subprocess.run([sys.executable, script] + args, cwd=cwd, capture_output=True,
+                        text=True, timeout=300)
 
 
 def _vocab(tmp_path, tokens):
@@ -142,7 +143,7 @@ def test_cli_errors_name_the_problem_and_leave_no_output(tmp_path):
   cases.append((["--input_file=" + str(corpus),
                  "--vocab_file=" + _vocab(no_mask_vocab, ["[UNK]", "[CLS]", "[SEP]"])],
                 "[MASK]"))
-  results = run_cli_cases("data_prep.create_pretraining_data",
+  results = run_cli_cases("create_pretraining_data.py",
                           [base + extra for extra, _ in cases])
   for (extra, expected), result in zip(cases, results):
     assert result.returncode == 1, extra

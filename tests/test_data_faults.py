@@ -162,10 +162,10 @@ def test_sigterm_stops_with_no_partial_output_and_the_rerun_is_the_originals(
   outputs = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
   args = CPD_FLAGS + ["--input_file=" + ",".join(data_file(p) for p in INPUTS),
                       "--output_file=" + ",".join(outputs), "--num_workers=%d" % num_workers]
-  result = _run("data_prep.create_pretraining_data", args, sigterm_at=where)
+  result = _run("create_pretraining_data", args, sigterm_at=where)
   _assert_stopped(result, "create_pretraining_data.py", doing)
   assert os.listdir(tmp_path) == []  # Not the first output either, nor a temporary file.
-  result = _run("data_prep.create_pretraining_data", args)
+  result = _run("create_pretraining_data", args)
   assert result.returncode == 0, result.stderr[-3000:]
   _assert_original_records(outputs)
 
@@ -173,14 +173,14 @@ def test_sigterm_stops_with_no_partial_output_and_the_rerun_is_the_originals(
 def test_sigterm_in_sharded_mode_keeps_finished_shards_and_the_rerun_completes(tmp_path):
   args = CPD_FLAGS + ["--input_file=" + ",".join(data_file(p) for p in INPUTS)]
   whole = tmp_path / "whole"
-  assert _run("data_prep.create_pretraining_data", args + ["--output_dir=%s" % whole]).returncode == 0
+  assert _run("create_pretraining_data", args + ["--output_dir=%s" % whole]).returncode == 0
   out = tmp_path / "out"
-  result = _run("data_prep.create_pretraining_data", args + ["--output_dir=%s" % out],
+  result = _run("create_pretraining_data", args + ["--output_dir=%s" % out],
                 sigterm_at="writing:2")
   _assert_stopped(result, "create_pretraining_data.py", "while writing records")
   assert "1 of this task's 2 shards were complete" in result.stderr
   assert os.listdir(out) == [sorted(INPUTS)[0] + ".tfrecord"]
-  result = _run("data_prep.create_pretraining_data", args + ["--output_dir=%s" % out])
+  result = _run("create_pretraining_data", args + ["--output_dir=%s" % out])
   assert result.returncode == 0 and "exists; skipping" in result.stderr, result.stderr[-3000:]
   for name in os.listdir(whole):
     assert read_records([str(out / name)]) == read_records([str(whole / name)])
@@ -190,14 +190,14 @@ def test_sigterm_during_a_beam_pipeline_leaves_no_output_and_the_rerun_completes
   pytest.importorskip("apache_beam")
   args = CPD_FLAGS + ["--input_file=" + ",".join(data_file(p) for p in INPUTS)]
   out = tmp_path / "out"
-  result = _run("data_prep.beam_pretraining_data", args + ["--output_dir=%s" % out],
+  result = _run("beam_pretraining_data", args + ["--output_dir=%s" % out],
                 sigterm_at="instances")
   _assert_stopped(result, "beam_pretraining_data.py", "during the pipeline")
   assert os.listdir(out) == []  # No output file, no beam-temp directory.
-  result = _run("data_prep.beam_pretraining_data", args + ["--output_dir=%s" % out])
+  result = _run("beam_pretraining_data", args + ["--output_dir=%s" % out])
   assert result.returncode == 0, result.stderr[-3000:]
   sharded = tmp_path / "sharded"
-  assert _run("data_prep.create_pretraining_data",
+  assert _run("create_pretraining_data",
               args + ["--output_dir=%s" % sharded]).returncode == 0
   assert (sorted(r for p in glob.glob(str(out / "*.tfrecord*")) for r in _raw(p)) ==
           sorted(r for p in glob.glob(str(sharded / "*.tfrecord")) for r in _raw(p)))

@@ -230,7 +230,7 @@ _FULL_DISK_JOBS = {  # entry point, arguments, the file named
         "--bert_config_file=" + CONFIG, "--input_file=" + RECORDS, "--do_eval",
         "--init_checkpoint=" + data_file("eval_reference/model.ckpt"), "--max_eval_steps=1",
         "--output_dir={out}"], "{out}/eval_results.txt"),
-    "pretraining_data": ("data_prep.create_pretraining_data", [
+    "pretraining_data": ("create_pretraining_data.py", [
         "--input_file=" + data_file("pretraining_corpus_a.txt"),
         "--vocab_file=" + data_file("vocab/bert_uncased_vocab.txt"), "--dupe_factor=1",
         "--output_file={out}/a.tfrecord,{out}/b.tfrecord"], "{out}/a.tfrecord"),

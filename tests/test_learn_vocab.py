@@ -17,7 +17,7 @@ CORPORA = [data_file("pretraining_corpus_a.txt"), data_file("pretraining_corpus_
 def test_learned_vocab_tokenizes_its_corpus(tmp_path, algorithm, num_unused):
   out = tmp_path / "vocab.txt"
   result = subprocess.run(
-      [sys.executable, "-m", "vocab.learn_vocab", "--input_file=" + ",".join(CORPORA),
+      [sys.executable, "learn_vocab.py", "--input_file=" + ",".join(CORPORA),
        "--output_file=" + str(out), "--vocab_size=600", "--algorithm=" + algorithm,
        "--num_unused=%d" % num_unused],
       cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)

@@ -1,7 +1,5 @@
-"""Learns a vocabulary that `data_prep.tokenization.FullTokenizer` can use as is.
-
-  python -m vocab.learn_vocab --input_file=corpus.txt --output_file=vocab.txt \\
-      --vocab_size=30000 [--do_lower_case=True] [--algorithm=wordpiece]
+"""Learns a vocabulary that `data_prep.tokenization.FullTokenizer` can use as
+is: the learners of the learn_vocab.py command, with plain arguments.
 
 The original release shipped vocabularies but no way to make one. Words are
 BasicTokenizer's tokens (made by the tokenizer's compiled code, which gives
@@ -12,51 +10,24 @@ splitting). Two learners:
   sentencepiece  a SentencePiece model on the same words, its pieces
                  converted to WordPiece form ("▁x" -> "x", "x" -> "##x").
                  The .model file is kept next to the vocabulary.
-The file starts like the released ones: [PAD], then --num_unused [unusedN]
+The file starts like the released ones: [PAD], then `num_unused` [unusedN]
 slots, then [UNK] [CLS] [SEP] [MASK], then the learned tokens.
 
---beam counts the words with an Apache Beam pipeline instead (each input file
-counted by a worker, the counts summed by the runner; arguments this tool
-does not know are Beam's pipeline options), for corpora too large for one
-process; the learner then runs here on the counts, and the vocabulary is
-the in-memory mode's.
+`count_words_beam` counts the words with an Apache Beam pipeline instead
+(each input file counted by a worker, the counts summed by the runner), for
+corpora too large for one process; the counts, and so the vocabulary, are
+those of word_counts.count_words.
 """
 
 import collections
-import logging as py_logging
 import os
-import sys
 import tempfile
 import time
 
-if __package__ in (None, ""):  # Run as a file path: make the repo importable.
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app
-from absl import flags
 from absl import logging
 
-from plumbing import cli
-from plumbing.errors import UserError
 from plumbing import files
-from plumbing import text_io
 from vocab import word_counts
-
-FLAGS = flags.FLAGS
-flags.DEFINE_string("input_file", None, "Text file(s): comma-separated globs.")
-flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")
-flags.DEFINE_integer("vocab_size", 30522, "Target size, special tokens included.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents first.")
-flags.DEFINE_enum("algorithm", "wordpiece", ["wordpiece", "sentencepiece"],
-                  "Which learner to use.")
-flags.DEFINE_integer("num_unused", 0, "How many [unusedN] slots to reserve.")
-flags.DEFINE_integer("max_unique_chars", 1000,
-                     "Alphabet size limit (rarer characters become [UNK]).")
-flags.DEFINE_integer("max_token_length", 50, "Longest word considered.")
-flags.DEFINE_bool("beam", False,
-                  "Count the words with an Apache Beam pipeline (one input file per "
-                  "unit of work); arguments this tool does not know are Beam's "
-                  "pipeline options, e.g. --runner=DataflowRunner.")
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -151,43 +122,3 @@ def learn_sentencepiece(counts, vocab_size, reserved, model_prefix):
 
 def write_vocab(tokens, output_file):
   files.write_text(output_file, "".join(token + "\n" for token in tokens))
-
-
-def main(argv):
-  logging.set_verbosity(logging.INFO)
-  py_logging.getLogger().setLevel(py_logging.INFO)
-  if len(argv) > 1 and not FLAGS.beam:
-    raise app.UsageError("Unknown arguments %s (Beam pipeline options need --beam)." %
-                         " ".join(argv[1:]))
-  input_files = text_io.expand_globs(FLAGS.input_file)
-  reserved = reserved_tokens(FLAGS.num_unused)
-  if FLAGS.vocab_size <= len(reserved):
-    raise app.UsageError("--vocab_size must exceed the %d reserved tokens." %
-                         len(reserved))
-  if FLAGS.beam:
-    counts = count_words_beam(input_files, FLAGS.do_lower_case, argv[1:])
-  else:
-    counts = word_counts.count_words(input_files, FLAGS.do_lower_case)
-  if not counts:
-    raise UserError("No words found in %s." % FLAGS.input_file)
-  start = time.time()
-  if FLAGS.algorithm == "wordpiece":
-    tokens = learn_wordpiece(counts, FLAGS.vocab_size, reserved,
-                             FLAGS.max_unique_chars, FLAGS.max_token_length)
-  else:
-    prefix = os.path.splitext(FLAGS.output_file)[0] + ".sentencepiece"
-    tokens = learn_sentencepiece(counts, FLAGS.vocab_size, reserved, prefix)
-  write_vocab(tokens, FLAGS.output_file)
-  logging.info("Wrote %d tokens to %s (learned in %.1fs).", len(tokens),
-               FLAGS.output_file, time.time() - start)
-
-
-def cli_main():
-  """The command line (also the installed command's entry point)."""
-  flags.mark_flag_as_required("input_file")
-  flags.mark_flag_as_required("output_file")
-  cli.run(main, flags_parser=cli.parse_known_flags)
-
-
-if __name__ == "__main__":
-  cli_main()

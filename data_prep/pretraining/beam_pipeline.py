@@ -1,4 +1,4 @@
-"""The pre-training data generator as Apache Beam steps (the CLI is
+"""The pre-training data generator as Apache Beam steps (the pipeline is
 data_prep/beam_pretraining_data.py).
 
 Each input file is one unit of work (`GenerateShard`), made exactly as the

@@ -4,8 +4,9 @@ tf_format.py: TensorFlow's two kinds, the original's name-based checkpoints
 (as released) and our object-based training checkpoints; huggingface.py:
 Hugging Face BERT directories (config.json, model.safetensors, vocab.txt),
 read into and written from the original's names; conversion.py: from any of
-these formats to any other; convert.py: the `bert-convert-checkpoint`
-command.
+these formats to any other; convert.py: what the `bert-convert-checkpoint`
+command does; loading.py: a training run's checkpoints and the weights a
+model starts from.
 """
 
 from modeling.checkpoints.tf_format import CheckpointMismatchError

@@ -21,12 +21,12 @@ directory, with this project's converter (any vocabulary of 99 lines), then
 this script in an environment with torch and transformers (bench's `hf`):
 
   mkdir -p /tmp/ref && for i in $(seq 0 98); do echo "t$i"; done > /tmp/ref/vocab.txt
-  .venv/bin/python -m modeling.checkpoints.convert \\
+  .venv/bin/python convert_checkpoint.py \\
       --input_checkpoint=tests/data/modeling_reference/model.ckpt \\
       --bert_config_file=tests/data/modeling_reference/bert_config.json \\
       --vocab_file=/tmp/ref/vocab.txt --output_checkpoint=/tmp/ref/hf \\
       --output_format=huggingface --hf_architecture=BertForPreTraining
-  .venv/bin/python -m modeling.checkpoints.convert \\
+  .venv/bin/python convert_checkpoint.py \\
       --input_checkpoint=tests/data/modeling_reference/model.ckpt \\
       --bert_config_file=tests/data/modeling_reference/bert_config.json \\
       --vocab_file=/tmp/ref/vocab.txt --output_checkpoint=/tmp/ref/hf_classifier \\

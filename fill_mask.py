@@ -23,7 +23,7 @@ from data_prep import tokenization
 import modeling
 from modeling import bert_model
 from modeling import checkpoints
-from modeling import inference
+from modeling import heads
 from modeling import training
 from plumbing import cli
 from plumbing.errors import UserError
@@ -53,7 +53,7 @@ flags.DEFINE_enum("export_precision", "float32", ["float32", "bfloat16"],
 
 def _check_head(checkpoint):
   names = tf.train.load_checkpoint(checkpoints.resolve(checkpoint)).get_variable_to_shape_map()
-  if not bert_model.heads_in_checkpoint(names)["masked_lm"]:
+  if "masked_lm" not in heads.in_checkpoint(names):
     raise UserError("%s has no masked-LM head (cls/predictions/...): fill-mask needs a "
                     "pre-trained checkpoint, not a fine-tuned one." % checkpoint)
 
@@ -70,10 +70,10 @@ def main(_):
                                    FLAGS.max_seq_length, FLAGS.input_file)
   _check_head(FLAGS.init_checkpoint)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
-    model = bert_model.BertWithHeads(config, masked_lm=True)
+    model = bert_model.BertWithHeads(bert_model.BertModel(config), [heads.MaskedLMHead(config)])
   training.load_weights(model, FLAGS.init_checkpoint, deferred)
   records = tf.data.Dataset.from_tensor_slices(fill_mask.padded(features, FLAGS.max_seq_length))
-  ids, probabilities = inference.masked_lm_top_k(
+  ids, probabilities = fill_mask.masked_lm_top_k(
       strategy, model, records, len(features), batch_size, FLAGS.top_k,
       trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
   fill_mask.write_results(FLAGS.output_file, features, ids, probabilities, tokenizer.inv_vocab)

@@ -97,7 +97,7 @@ def main(_):
           trim_to_multiple=run_flags.trim_to_multiple(FLAGS), masking=masking)
     settings = run_flags.training_settings(FLAGS, num_train_steps=FLAGS.num_train_steps,
                                            num_warmup_steps=FLAGS.num_warmup_steps)
-    step = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn,
+    step = training.train(strategy, model, losses.ModelLoss(model), dataset_fn,
                           settings, deferred=deferred).step
   elif FLAGS.do_eval:
     latest = tf.train.latest_checkpoint(FLAGS.output_dir)

@@ -127,7 +127,7 @@ def run_ours(args, data):
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
-  from modeling import losses, optimization  # pylint: disable=g-import-not-at-top
+  from modeling import optimization  # pylint: disable=g-import-not-at-top
   from bench import train_step  # pylint: disable=g-import-not-at-top
   if args.variant.startswith("bf16"):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -136,13 +136,13 @@ def run_ours(args, data):
   features = {k: tf.constant(v) for k, v in data.items()}
   if args.mode == "classify":
     return _time_training_loop(args, lambda: modeling.BertClassifier(config, num_labels=2),
-                               losses.ClassifierLoss(), data, jit)
+                               data, jit)
   if args.mode == "squad":
     return _time_training_loop(args, lambda: modeling.BertSpanPredictor(config),
-                               losses.SpanLoss(), data, jit)
+                               data, jit)
   if args.mode == "train" and args.variant.startswith("loop"):
     return _time_training_loop(args, lambda: modeling.BertPretrainer(config),
-                               losses.PretrainingLoss(), data, jit)
+                               data, jit)
   if args.mode == "train":
     model = modeling.BertPretrainer(config)
     step = train_step.make_train_step(
@@ -155,12 +155,12 @@ def run_ours(args, data):
   return timed(lambda: forward(inputs).numpy(), warmup(args, 3), inference_steps(args))
 
 
-def _time_training_loop(args, make_model, loss_fn, data, jit):
+def _time_training_loop(args, make_model, data, jit):
   """Seconds per step of the run_*.py scripts' driver (modeling/training.py),
   which is what run_pretraining and run_classifier actually spend."""
   import tempfile  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from modeling import optimization, training  # pylint: disable=g-import-not-at-top
+  from modeling import losses, optimization, training  # pylint: disable=g-import-not-at-top
   strategy = training.create_strategy("one_device")
   with strategy.scope():
     model = make_model()
@@ -172,7 +172,7 @@ def _time_training_loop(args, make_model, loss_fn, data, jit):
     settings = training.TrainingSettings(
         output_dir=output_dir, num_train_steps=2 * args.steps, train_batch_size=args.batch,
         save_checkpoints_steps=10 ** 9, iterations_per_loop=args.steps, use_xla=jit)
-    result = training.train(strategy, model, loss_fn, dataset_fn, settings,
+    result = training.train(strategy, model, losses.ModelLoss(model), dataset_fn, settings,
                             optimizer=optimizer)
   return args.batch / result.examples_per_second
 

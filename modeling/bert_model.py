@@ -11,9 +11,10 @@
 `input_mask` defaults to all ones and `segment_ids` to all zeros, as in the
 original. A config with `causal_attention` gives a left-to-right encoder
 (the paper's LTR ablation): a causal attention mask, and the pooler reads
-the last real token, the only one that has seen the whole input. Every model here can say which original checkpoint name each of its
-variables has (`original_names()`), which is all that loading and writing
-released checkpoints needs.
+the last real token, the only one that has seen the whole input. Every
+model here can say which original checkpoint name each of its variables has
+(`original_names()`), which is all that loading and writing released
+checkpoints needs.
 """
 
 import contextlib
@@ -215,89 +216,79 @@ class BertModel(_Model):
 
 
 class BertWithHeads(_Model):
-  """BERT with any of the original's heads; the base of the task models.
+  """A BertModel `encoder` plus the heads it is given (heads.py declares
+  each): the base of the task models.
 
-  Heads live under fixed attribute names (`masked_lm`, `next_sentence`,
-  `classifier`, `span`, `token_classifier`), so our object-based checkpoints
-  of any task model can be restored into any other model holding the same
-  parts. `num_token_labels` adds a tagger: a label per token.
-  `head_initializer` draws the fine-tuning heads' weights (classifier, span,
-  tagger): a name in layers.INITIALIZERS.
+      BertWithHeads(BertModel(config), [heads.MaskedLMHead(config)])
+
+  Each head lives under its declared part name (`masked_lm`, `classifier`,
+  ...), so our object-based checkpoints of any task model restore into any
+  other model holding the same parts. `heads.build(config, parts)` makes the
+  heads a checkpoint holds (`heads.in_checkpoint`). The encoder is made
+  before the heads, so that their weights are drawn after its own, as ever.
   """
 
-  def __init__(self, config, masked_lm=False, next_sentence=False,
-               num_labels=None, span=False, num_token_labels=None,
-               head_initializer="truncated_normal", **kwargs):
+  def __init__(self, encoder, head_layers=(), **kwargs):
     kwargs.setdefault("name", "bert_with_heads")
     super().__init__(**kwargs)
-    self.config = config
-    self.num_labels = num_labels
-    self.bert = BertModel(config)
-    self.masked_lm = heads.MaskedLMHead(config, name="cls_predictions") if masked_lm else None
-    self.next_sentence = (heads.NextSentenceHead(config, name="cls_seq_relationship")
-                          if next_sentence else None)
-    init = head_initializer
-    self.classifier = (heads.ClassificationHead(config, num_labels, initializer=init,
-                                                name="classifier")
-                       if num_labels else None)
-    self.span = heads.SpanHead(config, initializer=init, name="cls_squad") if span else None
-    self.token_classifier = (
-        heads.TokenClassificationHead(config, num_token_labels, initializer=init,
-                                      name="cls_token_classification")
-        if num_token_labels else None)
+    self.config = encoder.config
+    self.bert = encoder
+    self.heads = list(head_layers)
+    for head in self.heads:
+      setattr(self, head.part, head)
 
   def build(self, input_shape=None):
     self.built = True  # Every weight was created in __init__.
 
-  def _heads(self):
-    return [h for h in (self.masked_lm, self.next_sentence, self.classifier, self.span,
-                        self.token_classifier) if h is not None]
+  def head(self, part):
+    """The head declared as `part`, or None."""
+    return next((h for h in self.heads if h.part == part), None)
 
   def original_names(self):
     names = self.bert.original_names()
-    for head in self._heads():
+    for head in self.heads:
       names.update(head.original_names())
     return names
 
   def positions_read(self, inputs):
     """The sequence positions the heads read besides the first, [batch, k];
     None when a head reads them all."""
-    if self.span is not None or self.token_classifier is not None:
+    reads = {head.reads for head in self.heads}
+    if "sequence" in reads:
       return None
-    if self.masked_lm is not None and "masked_lm_positions" in inputs:
+    if "positions" in reads and "masked_lm_positions" in inputs:
       return inputs["masked_lm_positions"]
     return tf.zeros([tf.shape(inputs["input_ids"])[0], 0], tf.int32)
 
   def call(self, inputs, training=False):
-    """Encoder outputs plus whatever the present heads give.
+    """Encoder outputs plus every head's.
 
     The last encoder layer runs only at the positions the heads read, so
     `sequence_output` (and the last of `encoder_outputs`) holds the vectors
     at `masked_lm_positions` (none for classification); every position's
     output is `model.bert(inputs)`.
     """
-    # SQuAD's loss counts the padding too, as the original's did: every
-    # position is computed for the span head.
-    outputs = dict(self.bert(inputs, training=training,
+    encoded = dict(self.bert(inputs, training=training,
                              output_positions=self.positions_read(inputs),
-                             pack_tokens=self.span is None))
-    # Log-probabilities are outputs for users; losses use the logits, and in
-    # a compiled training step unused outputs are pruned.
-    if self.masked_lm is not None and "masked_lm_positions" in inputs:
-      logits = self.masked_lm(outputs["sequence_output"], self.bert.embedding_table)
-      outputs["masked_lm_logits"] = logits
-      outputs["masked_lm_log_probs"] = tf.nn.log_softmax(logits, axis=-1)
-    if self.next_sentence is not None:
-      logits = self.next_sentence(outputs["pooled_output"])
-      outputs["next_sentence_logits"] = logits
-      outputs["next_sentence_log_probs"] = tf.nn.log_softmax(logits, axis=-1)
-    if self.classifier is not None:
-      outputs["logits"] = self.classifier(outputs["pooled_output"], training=training)
-    if self.span is not None:
-      outputs["start_logits"], outputs["end_logits"] = self.span(outputs["sequence_output"])
-    if self.token_classifier is not None:
-      outputs["token_logits"] = self.token_classifier(outputs["sequence_output"],
-                                                      training=training)
+                             pack_tokens=all(head.packable for head in self.heads)))
+    for head in self.heads:
+      encoded.update(head.outputs(encoded, inputs, self.bert, training))
+    return encoded
+
+  def with_losses(self, outputs, inputs):
+    """`outputs` plus each head whose labels `inputs` holds: its loss over
+    this batch (the terms the training loop minimises, losses.py) and their
+    sum `loss`."""
+    for head in self.heads:
+      if head.label not in inputs:
+        continue
+      per_example, weights = head.loss_terms(outputs, inputs), head.loss_weights(inputs)
+      loss = tf.reduce_sum(weights * per_example) / head.loss_denominator(
+          tf.reduce_sum(weights))
+      outputs[head.loss_prefix + "per_example_loss"] = per_example
+      if head.loss_prefix:
+        outputs[head.loss_prefix + "loss"] = loss
+      outputs["loss"] = outputs.get("loss", 0.0) + loss
     return outputs
 
 
@@ -319,52 +310,41 @@ class BertPretrainer(BertWithHeads):
 
   def __init__(self, config, next_sentence=True, **kwargs):
     kwargs.setdefault("name", "bert_pretrainer")
-    super().__init__(config, masked_lm=True, next_sentence=next_sentence, **kwargs)
+    encoder = BertModel(config)
+    super().__init__(encoder, heads.build(config, {"masked_lm": True,
+                                                   "next_sentence": next_sentence}), **kwargs)
 
   def call(self, inputs, training=False):
-    outputs = super().call(inputs, training=training)
-    if "masked_lm_ids" in inputs:
-      mlm_loss, mlm_per_example = heads.masked_lm_loss(
-          outputs["masked_lm_logits"], inputs["masked_lm_ids"],
-          inputs["masked_lm_weights"])
-      outputs.update(masked_lm_loss=mlm_loss, masked_lm_per_example_loss=mlm_per_example,
-                     loss=mlm_loss)
-    if self.next_sentence is not None and "next_sentence_labels" in inputs:
-      nsp_loss, nsp_per_example = heads.classification_loss(
-          outputs["next_sentence_logits"], inputs["next_sentence_labels"])
-      outputs.update(next_sentence_loss=nsp_loss,
-                     next_sentence_per_example_loss=nsp_per_example,
-                     loss=outputs.get("loss", 0.0) + nsp_loss)
-    return outputs
+    return self.with_losses(super().call(inputs, training=training), inputs)
 
 
 class BertClassifier(BertWithHeads):
   """BERT + dropout + dense on the pooled output, as run_classifier.py.
 
   `num_labels=1` makes it a regressor (the original had no regression task;
-  STS-B needs one). Outputs add `logits`, and `probabilities` for
+  STS-B needs one); `problem=heads.MULTI_LABEL` a multi-label classifier
+  (a sigmoid per label). Outputs add `logits`, and `probabilities` for
   classification; with `label_ids` present also `loss` and
-  `per_example_loss` (cross-entropy, or squared error for regression).
+  `per_example_loss` (the classifier head's loss, heads.py).
   """
 
-  def __init__(self, config, num_labels, **kwargs):
+  def __init__(self, config, num_labels, head_initializer="truncated_normal", problem=None,
+               **kwargs):
     kwargs.setdefault("name", "bert_classifier")
-    super().__init__(config, num_labels=num_labels, **kwargs)
+    encoder = BertModel(config)
+    super().__init__(encoder, [heads.ClassificationHead(
+        config, num_labels, initializer=head_initializer, problem=problem)], **kwargs)
+    self.num_labels = num_labels
 
   def call(self, inputs, training=False):
     return self._with_loss(super().call(inputs, training=training), inputs)
 
   def _with_loss(self, outputs, inputs):
     """`outputs` plus probabilities, and the loss when labels are given."""
-    if self.num_labels > 1:
-      outputs["probabilities"] = tf.nn.softmax(outputs["logits"], axis=-1)
-    if "label_ids" in inputs:
-      if self.num_labels > 1:
-        loss, per_example = heads.classification_loss(outputs["logits"], inputs["label_ids"])
-      else:
-        loss, per_example = heads.regression_loss(outputs["logits"], inputs["label_ids"])
-      outputs.update(loss=loss, per_example_loss=per_example)
-    return outputs
+    probabilities = self.classifier.probabilities(outputs["logits"])
+    if probabilities is not None:
+      outputs["probabilities"] = probabilities
+    return self.with_losses(outputs, inputs)
 
 
 class BertWindowClassifier(BertClassifier):
@@ -432,9 +412,12 @@ class BertMultipleChoice(BertWithHeads):
   choice's index) also `loss` and `per_example_loss`.
   """
 
-  def __init__(self, config, num_choices=4, **kwargs):
+  def __init__(self, config, num_choices=4, head_initializer="truncated_normal", **kwargs):
     kwargs.setdefault("name", "bert_multiple_choice")
-    super().__init__(config, num_labels=1, **kwargs)
+    # One score per choice; the choices' scores are one label's logits.
+    encoder = BertModel(config)
+    super().__init__(encoder, [heads.ClassificationHead(
+        config, 1, initializer=head_initializer, problem=heads.SINGLE_LABEL)], **kwargs)
     self.num_choices = num_choices
 
   def call(self, inputs, training=False):
@@ -443,10 +426,7 @@ class BertMultipleChoice(BertWithHeads):
     outputs = super().call(sequences, training=training)
     logits = tf.reshape(outputs["logits"], [-1, self.num_choices])
     outputs.update(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1))
-    if "label_ids" in inputs:
-      loss, per_example = heads.classification_loss(logits, inputs["label_ids"])
-      outputs.update(loss=loss, per_example_loss=per_example)
-    return outputs
+    return self.with_losses(outputs, inputs)
 
 
 class BertTagger(BertWithHeads):
@@ -455,42 +435,20 @@ class BertTagger(BertWithHeads):
   BertForTokenClassification). With `tag_ids` (-1 where a token has no
   label) also `loss`, the mean over the labelled tokens."""
 
-  def __init__(self, config, num_labels, **kwargs):
+  def __init__(self, config, num_labels, head_initializer="truncated_normal", **kwargs):
     kwargs.setdefault("name", "bert_tagger")
-    super().__init__(config, num_token_labels=num_labels, **kwargs)
+    encoder = BertModel(config)
+    super().__init__(encoder, [heads.TokenClassificationHead(
+        config, num_labels, initializer=head_initializer)], **kwargs)
 
   def call(self, inputs, training=False):
-    outputs = super().call(inputs, training=training)
-    if "tag_ids" in inputs:
-      per_token, weights = heads.tagging_loss(outputs["token_logits"], inputs["tag_ids"])
-      outputs["loss"] = tf.reduce_sum(per_token) / tf.maximum(tf.reduce_sum(weights), 1.0)
-    return outputs
+    return self.with_losses(super().call(inputs, training=training), inputs)
 
 
 class BertSpanPredictor(BertWithHeads):
   """BERT + a per-token dense layer giving start and end logits (SQuAD)."""
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, config, head_initializer="truncated_normal", **kwargs):
     kwargs.setdefault("name", "bert_span_predictor")
-    super().__init__(config, span=True, **kwargs)
-
-
-def heads_in_checkpoint(names_to_shapes):
-  """Which heads a checkpoint holds, from its variable names (either format).
-
-  Returns keyword arguments for BertWithHeads.
-  """
-  def has(original, ours):
-    return any(n == original or n.startswith(ours) for n in names_to_shapes)
-  found = {
-      "masked_lm": has("cls/predictions/output_bias", "model/masked_lm/"),
-      "next_sentence": has("cls/seq_relationship/output_weights", "model/next_sentence/"),
-      "span": has("cls/squad/output_weights", "model/span/"),
-  }
-  for name, shape in names_to_shapes.items():
-    if name == "output_weights" or name.startswith("model/classifier/output_weights"):
-      found["num_labels"] = shape[0]
-    if (name == "cls/token_classification/output_weights" or
-        name.startswith("model/token_classifier/output_weights")):
-      found["num_token_labels"] = shape[0]
-  return found
+    encoder = BertModel(config)
+    super().__init__(encoder, [heads.SpanHead(config, initializer=head_initializer)], **kwargs)

@@ -1,20 +1,106 @@
-"""Output heads and their losses, as in run_pretraining / run_classifier / run_squad."""
+"""The output heads. Each class is the whole declaration of one head: its
+layer, what it reads of the encoder, its outputs, its loss, and its names in
+the original's checkpoints and in Hugging Face's. Task models
+(bert_model.py), checkpoint detection and conversion (checkpoints/), and the
+loss the training loop minimises (losses.py) read these declarations; none
+of them lists heads.
+
+A head declares:
+  part            its attribute in a task model, so its place in our
+                  object-based checkpoints (`model/<part>/...`);
+  reads           "pooled" (the first token's pooled vector), "positions"
+                  (the vectors at `masked_lm_positions`) or "sequence" (every
+                  position);
+  original_prefix its variables' prefix in the original's checkpoints;
+  hf_prefix,      its tensors' prefix in a Hugging Face directory, with
+  hf_suffixes     {original suffix: (Hugging Face suffix, transposed)};
+  hf_classes      the transformers classes that hold it;
+  needs_pooler    whether those classes keep the pooler for it;
+  packable        whether the encoder may skip padded tokens in training
+                  (the span loss reads every position, as the original's);
+  loss_prefix     the prefix of its loss among a model's outputs, where a
+                  model has several (pre-training);
+  sized           whether its output count is the task's (read back from a
+                  checkpoint's output_weights), else `fixed_outputs`;
+  outputs()       its entries in the model's outputs;
+  label           the feature holding its labels (no loss without it);
+  loss_terms()    per-example losses, and loss_weights() their weights,
+                  from the labels alone: the loss of a batch is
+                  sum(weights * losses) / loss_denominator(sum(weights)).
+"""
 
 import tensorflow as tf
 
 from modeling import layers
 
+# The kinds of problem a classifier head solves, as transformers'
+# `problem_type` names them.
+SINGLE_LABEL = "single_label_classification"
+MULTI_LABEL = "multi_label_classification"
+REGRESSION = "regression"
 
-class MaskedLMHead(layers.Layer):
+
+class Head(layers.Layer):
+  """What every head shares: its declaration's defaults and its names."""
+
+  part = None
+  reads = "pooled"
+  original_prefix = ""
+  hf_prefix = ""
+  hf_suffixes = {"output_weights": ("weight", False), "output_bias": ("bias", False)}
+  hf_classes = ()
+  needs_pooler = True
+  packable = True
+  loss_prefix = ""
+  sized = False
+  label = None
+  fixed_outputs = None
+  num_outputs = None
+
+  def original_names(self):
+    """{original checkpoint name: variable}."""
+    return {self.original_prefix + suffix: variable
+            for suffix, variable in self.variables_by_suffix().items()}
+
+  def variables_by_suffix(self):
+    return {"output_weights": self.output_weights, "output_bias": self.output_bias}
+
+  @classmethod
+  def shapes(cls, hidden, vocab, num_outputs=None):
+    """{original suffix: shape} of its tensors; `num_outputs` for sized heads."""
+    outputs = num_outputs if cls.sized else cls.fixed_outputs
+    return {"output_weights": (outputs, hidden), "output_bias": (outputs,)}
+
+  def loss_weights(self, features):
+    """1 per example."""
+    return tf.ones([tf.shape(features[self.label])[0]], tf.float32)
+
+  @staticmethod
+  def loss_denominator(total_weight):
+    return total_weight
+
+
+class MaskedLMHead(Head):
   """Transform (dense + activation + LayerNorm), then logits tied to the word
-  embeddings plus an output-only bias; returns float32 logits.
+  embeddings plus an output-only bias, on the encoder's vectors at the masked
+  positions only ([batch, k, hidden]): [batch * k, vocab] float32 logits."""
 
-  It takes the encoder's vectors at the masked positions only ([batch, k,
-  hidden], as `BertModel(..., output_positions=masked_lm_positions)` gives
-  them) and returns [batch * k, vocab] logits.
-  """
+  part = "masked_lm"
+  reads = "positions"
+  original_prefix = "cls/predictions/"
+  hf_prefix = "cls.predictions"
+  hf_suffixes = {"transform/dense/kernel": ("transform.dense.weight", True),
+                 "transform/dense/bias": ("transform.dense.bias", False),
+                 "transform/LayerNorm/gamma": ("transform.LayerNorm.weight", False),
+                 "transform/LayerNorm/beta": ("transform.LayerNorm.bias", False),
+                 "output_bias": ("bias", False)}
+  hf_classes = ("BertForPreTraining", "BertForMaskedLM")
+  needs_pooler = False
+  loss_prefix = "masked_lm_"
+  label = "masked_lm_ids"
 
   def __init__(self, config, **kwargs):
+    kwargs.setdefault("name", "cls_predictions")
     super().__init__(**kwargs)
     self.transform = layers.Dense(config.hidden_size, config.hidden_size,
                                   activation=config.hidden_act,
@@ -24,28 +110,55 @@ class MaskedLMHead(layers.Layer):
     self.output_bias = self.add_weight(name="output_bias", shape=(config.vocab_size,),
                                        initializer="zeros")
 
+  @classmethod
+  def shapes(cls, hidden, vocab, num_outputs=None):
+    return {"transform/dense/kernel": (hidden, hidden), "transform/dense/bias": (hidden,),
+            "transform/LayerNorm/gamma": (hidden,), "transform/LayerNorm/beta": (hidden,),
+            "output_bias": (vocab,)}
+
+  def variables_by_suffix(self):
+    return {"transform/dense/kernel": self.transform.kernel,
+            "transform/dense/bias": self.transform.bias,
+            "transform/LayerNorm/gamma": self.layer_norm.gamma,
+            "transform/LayerNorm/beta": self.layer_norm.beta,
+            "output_bias": self.output_bias}
+
   def call(self, masked_vectors, embedding_table):
     x = tf.reshape(masked_vectors, [-1, masked_vectors.shape[-1]])
     x = self.layer_norm(self.transform(x))
     logits = tf.matmul(x, tf.cast(embedding_table, x.dtype), transpose_b=True)
     return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
 
-  def original_names(self):
-    return {
-        "cls/predictions/transform/dense/kernel": self.transform.kernel,
-        "cls/predictions/transform/dense/bias": self.transform.bias,
-        "cls/predictions/transform/LayerNorm/beta": self.layer_norm.beta,
-        "cls/predictions/transform/LayerNorm/gamma": self.layer_norm.gamma,
-        "cls/predictions/output_bias": self.output_bias,
-    }
+  def outputs(self, encoded, inputs, encoder, training):
+    if "masked_lm_positions" not in inputs:
+      return {}
+    logits = self(encoded["sequence_output"], encoder.embedding_table)
+    # Log-probabilities are for users; losses read the logits, and a
+    # compiled training step prunes what nothing reads.
+    return {"masked_lm_logits": logits,
+            "masked_lm_log_probs": tf.nn.log_softmax(logits, axis=-1)}
+
+  def loss_terms(self, outputs, features):
+    """Cross-entropy per prediction (weighted by masked_lm_weights, 0 for
+    the padding predictions); from the logits, the same as the original's
+    -sum(one_hot * log_softmax) without [predictions, vocab] one-hots."""
+    return _cross_entropy(outputs["masked_lm_logits"], features["masked_lm_ids"])
+
+  def loss_weights(self, features):
+    return tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
+
+  @staticmethod
+  def loss_denominator(total_weight):
+    return total_weight + 1e-5  # An all-padding batch stays finite, as the original.
 
 
-class _OutputWeights(layers.Layer):
+class _OutputWeights(Head):
   """logits = x @ output_weights^T + output_bias, weights stored [out, in],
-  drawn as `initializer` (a name in layers.INITIALIZERS) says."""
+  drawn as `initializer` (a name in layers.INITIALIZERS) says; float32."""
 
   def __init__(self, config, num_outputs, initializer="truncated_normal", **kwargs):
     super().__init__(**kwargs)
+    self.num_outputs = num_outputs
     self.output_weights = self.add_weight(
         name="output_weights", shape=(num_outputs, config.hidden_size),
         initializer=layers.INITIALIZERS[initializer](config.initializer_range))
@@ -56,115 +169,195 @@ class _OutputWeights(layers.Layer):
     logits = tf.matmul(x, tf.cast(self.output_weights, x.dtype), transpose_b=True)
     return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
 
-  def _names(self, prefix):
-    return {prefix + "output_weights": self.output_weights,
-            prefix + "output_bias": self.output_bias}
+
+def _cross_entropy(logits, labels):
+  labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+  return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
 
 
 class NextSentenceHead(_OutputWeights):
-  """2-way classifier on the pooled output; returns float32 logits.
-  Label 0 means B follows A, 1 means B is a random sentence."""
+  """2-way classifier on the pooled output. Label 0: B follows A; 1: B is a
+  random sentence."""
 
-  def __init__(self, config, **kwargs):
-    super().__init__(config, 2, **kwargs)
+  part = "next_sentence"
+  original_prefix = "cls/seq_relationship/"
+  hf_prefix = "cls.seq_relationship"
+  hf_classes = ("BertForPreTraining", "BertForNextSentencePrediction")
+  loss_prefix = "next_sentence_"
+  label = "next_sentence_labels"
+  fixed_outputs = 2
+
+  def __init__(self, config, initializer="truncated_normal", **kwargs):
+    kwargs.setdefault("name", "cls_seq_relationship")
+    super().__init__(config, self.fixed_outputs, initializer=initializer, **kwargs)
 
   def call(self, pooled_output):
     return self.logits(pooled_output)
 
-  def original_names(self):
-    return self._names("cls/seq_relationship/")
+  def outputs(self, encoded, inputs, encoder, training):
+    logits = self(encoded["pooled_output"])
+    return {"next_sentence_logits": logits,
+            "next_sentence_log_probs": tf.nn.log_softmax(logits, axis=-1)}
+
+  @staticmethod
+  def loss_terms(outputs, features):
+    return _cross_entropy(outputs["next_sentence_logits"], features["next_sentence_labels"])
 
 
 class ClassificationHead(_OutputWeights):
-  """Dropout (0.1 while training, as the original) + dense to `num_labels`."""
+  """Dropout (0.1 while training, as the original) + dense on the pooled
+  output to `num_labels`. `problem` says what the logits mean: one label of
+  many (softmax, cross-entropy), any number of labels (a sigmoid each,
+  binary cross-entropy averaged over the labels, as transformers'
+  BCEWithLogitsLoss), or a number (squared error; STS-B)."""
 
-  def __init__(self, config, num_labels, dropout_rate=0.1, **kwargs):
-    super().__init__(config, num_labels, **kwargs)
+  part = "classifier"
+  hf_prefix = "classifier"
+  hf_classes = ("BertForSequenceClassification", "BertForMultipleChoice")
+  sized = True
+  label = "label_ids"
+
+  def __init__(self, config, num_labels, initializer="truncated_normal", dropout_rate=0.1,
+               problem=None, **kwargs):
+    kwargs.setdefault("name", "classifier")
+    super().__init__(config, num_labels, initializer=initializer, **kwargs)
     self.dropout = layers.Dropout(dropout_rate)
+    self.problem = problem or (REGRESSION if num_labels == 1 else SINGLE_LABEL)
 
   def call(self, pooled_output, training=False):
     return self.logits(self.dropout(pooled_output, training=training))
 
-  def original_names(self):
-    return self._names("")
+  def outputs(self, encoded, inputs, encoder, training):
+    return {"logits": self(encoded["pooled_output"], training=training)}
 
+  def probabilities(self, logits):
+    """What a user reads of the logits: None for regression."""
+    if self.problem == MULTI_LABEL:
+      return tf.sigmoid(logits)
+    return tf.nn.softmax(logits, axis=-1) if self.problem == SINGLE_LABEL else None
 
-class TokenClassificationHead(_OutputWeights):
-  """Dropout (0.1 while training) + dense to `num_labels` on every token's
-  vector: [batch, seq, num_labels] logits (tagging, as named-entity
-  recognition; Hugging Face's BertForTokenClassification)."""
-
-  def __init__(self, config, num_labels, dropout_rate=0.1, **kwargs):
-    super().__init__(config, num_labels, **kwargs)
-    self.dropout = layers.Dropout(dropout_rate)
-
-  def call(self, sequence_output, training=False):
-    return self.logits(self.dropout(sequence_output, training=training))
-
-  def original_names(self):
-    return self._names("cls/token_classification/")
+  def loss_terms(self, outputs, features):
+    logits, labels = outputs["logits"], features["label_ids"]
+    if self.problem == REGRESSION:
+      return tf.square(tf.reshape(tf.cast(logits, tf.float32), [-1]) -
+                       tf.reshape(tf.cast(labels, tf.float32), [-1]))
+    if self.problem == MULTI_LABEL:
+      return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
+          labels=tf.cast(labels, tf.float32), logits=tf.cast(logits, tf.float32)), axis=-1)
+    return _cross_entropy(logits, labels)
 
 
 class SpanHead(_OutputWeights):
-  """Per-token start and end logits, [batch, seq] each."""
+  """Per-token start and end logits, [batch, seq] each (SQuAD)."""
 
-  def __init__(self, config, **kwargs):
-    super().__init__(config, 2, **kwargs)
+  part = "span"
+  reads = "sequence"
+  original_prefix = "cls/squad/"
+  hf_prefix = "qa_outputs"
+  hf_classes = ("BertForQuestionAnswering",)
+  needs_pooler = False
+  packable = False
+  label = "start_positions"
+  fixed_outputs = 2
+
+  def __init__(self, config, initializer="truncated_normal", **kwargs):
+    kwargs.setdefault("name", "cls_squad")
+    super().__init__(config, self.fixed_outputs, initializer=initializer, **kwargs)
 
   def call(self, sequence_output):
     logits = self.logits(sequence_output)  # [batch, seq, 2]
     return logits[:, :, 0], logits[:, :, 1]
 
-  def original_names(self):
-    return self._names("cls/squad/")
+  def outputs(self, encoded, inputs, encoder, training):
+    start, end = self(encoded["sequence_output"])
+    return {"start_logits": start, "end_logits": end}
+
+  @staticmethod
+  def loss_terms(outputs, features):
+    """The original's: the mean of the start and end cross-entropies over
+    the sequence positions (padding included)."""
+    return (_cross_entropy(tf.cast(outputs["start_logits"], tf.float32),
+                           features["start_positions"]) +
+            _cross_entropy(tf.cast(outputs["end_logits"], tf.float32),
+                           features["end_positions"])) / 2.0
 
 
-def masked_lm_loss(logits, label_ids, label_weights):
-  """Weighted mean of per-prediction cross-entropy, as the original.
+class TokenClassificationHead(_OutputWeights):
+  """Dropout (0.1 while training) + dense to `num_labels` on every token's
+  vector: [batch, seq, num_labels] logits (named-entity recognition;
+  transformers' BertForTokenClassification)."""
 
-  Padding predictions have weight 0; the 1e-5 keeps an all-padding batch
-  finite. Cross-entropy straight from the logits equals the original's
-  -sum(one_hot * log_softmax) without materialising [predictions, vocab]
-  one-hots.
-  """
-  label_ids = tf.reshape(tf.cast(label_ids, tf.int32), [-1])
-  label_weights = tf.reshape(tf.cast(label_weights, tf.float32), [-1])
-  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label_ids, logits=logits)
-  loss = tf.reduce_sum(label_weights * per_example) / (tf.reduce_sum(label_weights) + 1e-5)
-  return loss, per_example
+  part = "token_classifier"
+  reads = "sequence"
+  original_prefix = "cls/token_classification/"
+  hf_prefix = "classifier"
+  hf_classes = ("BertForTokenClassification",)
+  needs_pooler = False
+  sized = True
+  label = "tag_ids"
+
+  def __init__(self, config, num_labels, initializer="truncated_normal", dropout_rate=0.1,
+               **kwargs):
+    kwargs.setdefault("name", "cls_token_classification")
+    super().__init__(config, num_labels, initializer=initializer, **kwargs)
+    self.dropout = layers.Dropout(dropout_rate)
+
+  def call(self, sequence_output, training=False):
+    return self.logits(self.dropout(sequence_output, training=training))
+
+  def outputs(self, encoded, inputs, encoder, training):
+    return {"token_logits": self(encoded["sequence_output"], training=training)}
+
+  @staticmethod
+  def loss_terms(outputs, features):
+    """Cross-entropy per token, weighted 1 where it has a label (tag_ids >=
+    0: a word's first WordPiece), as transformers' token classification
+    ignores -100."""
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.maximum(tf.cast(features["tag_ids"], tf.int32), 0),
+        logits=tf.cast(outputs["token_logits"], tf.float32))
+
+  def loss_weights(self, features):
+    return tf.cast(features["tag_ids"] >= 0, tf.float32)
+
+  @staticmethod
+  def loss_denominator(total_weight):
+    return tf.maximum(total_weight, 1.0)
 
 
-def classification_loss(logits, labels):
-  """Mean cross-entropy over the batch."""
-  labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
-  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-  return tf.reduce_mean(per_example), per_example
+# Every head, in the order checkpoints, models and transformers' classes list them.
+HEADS = (MaskedLMHead, NextSentenceHead, ClassificationHead, SpanHead,
+         TokenClassificationHead)
+BY_PART = {head.part: head for head in HEADS}
 
 
-def tagging_loss(logits, tag_ids):
-  """Per-token cross-entropy [batch, seq] and its weights: 1 where a token
-  has a label (tag_ids >= 0), 0 elsewhere (later WordPieces, [CLS], [SEP],
-  padding), as Hugging Face's token classification ignores label -100."""
-  tag_ids = tf.cast(tag_ids, tf.int32)
-  weights = tf.cast(tag_ids >= 0, tf.float32)
-  per_token = tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=tf.maximum(tag_ids, 0), logits=tf.cast(logits, tf.float32))
-  return per_token * weights, weights
+def build(config, parts, initializer="truncated_normal"):
+  """The heads named in `parts` ({part: True, or the output count of a sized
+  head}, as in_checkpoint finds them); `initializer` draws the fine-tuning
+  heads' weights."""
+  made = []
+  for head in HEADS:
+    value = parts.get(head.part)
+    if not value:
+      continue
+    if head is MaskedLMHead:
+      made.append(head(config))
+    elif head.sized:
+      made.append(head(config, value, initializer=initializer))
+    else:
+      made.append(head(config, initializer=initializer))
+  return made
 
 
-def regression_loss(predictions, targets):
-  """Mean squared error for 1-output regression."""
-  predictions = tf.reshape(tf.cast(predictions, tf.float32), [-1])
-  per_example = tf.square(predictions - tf.reshape(tf.cast(targets, tf.float32), [-1]))
-  return tf.reduce_mean(per_example), per_example
-
-
-def span_loss_per_example(start_logits, end_logits, start_positions, end_positions):
-  """The original's loss per example: the mean of the start and end
-  cross-entropies over the sequence positions."""
-  xent = tf.nn.sparse_softmax_cross_entropy_with_logits
-  start = xent(labels=tf.reshape(tf.cast(start_positions, tf.int32), [-1]),
-               logits=tf.cast(start_logits, tf.float32))
-  end = xent(labels=tf.reshape(tf.cast(end_positions, tf.int32), [-1]),
-             logits=tf.cast(end_logits, tf.float32))
-  return (start + end) / 2.0
+def in_checkpoint(names_to_shapes):
+  """{part: True or output count} of the heads a checkpoint holds, from its
+  variable names (the original's or our object-based ones)."""
+  found = {}
+  for head in HEADS:
+    weights = (head.original_prefix +
+               ("output_weights" if "output_weights" in head.hf_suffixes else "output_bias"))
+    ours = "model/%s/" % head.part
+    for name, shape in names_to_shapes.items():
+      if name == weights or name.startswith(ours + weights[len(head.original_prefix):]):
+        found[head.part] = shape[0] if head.sized else True
+  return found

@@ -111,65 +111,18 @@ def outputs_in_order(strategy, replica_fn, records, num_examples, batch_size,
 
 
 def classifier_outputs(strategy, model, records, num_examples, batch_size,
-                       is_regression=False, trim_to_multiple=None):
+                       trim_to_multiple=None):
   """A classifier (or multiple-choice model) over `records`: numpy logits
-  (scores, for regression), per-example loss and is_real_example, in input
-  order (see outputs_in_order)."""
-  def replica(features):
-    logits = model(features, training=False)["logits"]
-    if is_regression:
-      _, per_example = heads.regression_loss(logits, features["label_ids"])
-      logits = tf.reshape(logits, [-1])
-    else:
-      _, per_example = heads.classification_loss(logits, features["label_ids"])
-    return logits, per_example, features["is_real_example"]
-  logging.info("  Batch size = %d", batch_size)
-  return outputs_in_order(strategy, replica, records, num_examples, batch_size,
-                          trim_to_multiple)
+  (scores [examples], for regression), per-example loss (its head's) and
+  is_real_example, in input order (see outputs_in_order)."""
+  head = model.head("classifier")
 
-
-def span_logits(strategy, model, records, num_features, batch_size, max_seq_length,
-                trim_to_multiple=None):
-  """unique_ids, start_logits, end_logits (numpy, input order) of a span model
-  over `records`. Length-aware runs (`trim_to_multiple`) give no logits at
-  the positions past a batch's longest row: they come back as -inf, which no
-  answer can start or end at."""
   def replica(features):
     outputs = model(features, training=False)
-    return (features["unique_ids"], tf.cast(outputs["start_logits"], tf.float32),
-            tf.cast(outputs["end_logits"], tf.float32))
+    logits = outputs["logits"]
+    if head.problem == heads.REGRESSION:
+      logits = tf.reshape(logits, [-1])
+    return logits, head.loss_terms(outputs, features), features["is_real_example"]
   logging.info("  Batch size = %d", batch_size)
-  return outputs_in_order(strategy, replica, records, num_features, batch_size,
-                          trim_to_multiple, sequence_outputs=(1, 2),
-                          padded_length=max_seq_length, fill=-np.inf)
-
-
-def token_logits(strategy, model, records, num_records, batch_size, max_seq_length,
-                 trim_to_multiple=None):
-  """A tagger's float32 logits [records, max_seq_length, labels] over
-  `records`, in input order (positions past a length-aware batch's longest
-  row hold 0: no label sits there)."""
-  def replica(features):
-    return (tf.cast(model(features, training=False)["token_logits"], tf.float32),)
-  logging.info("  Batch size = %d", batch_size)
-  (logits,) = outputs_in_order(strategy, replica, records, num_records, batch_size,
-                               trim_to_multiple, sequence_outputs=(0,),
-                               padded_length=max_seq_length)
-  return logits
-
-
-def masked_lm_top_k(strategy, model, records, num_records, batch_size, top_k,
-                    trim_to_multiple=None):
-  """The `top_k` most likely tokens at each of `masked_lm_positions` by a
-  model with the masked-LM head (the original's get_masked_lm_output):
-  (ids [records, masks, top_k] int32, probabilities float32), input order;
-  ties go to the lower id."""
-  def replica(features):
-    log_probs = model(features, training=False)["masked_lm_log_probs"]
-    masks = tf.shape(features["masked_lm_positions"])[1]
-    values, ids = tf.math.top_k(tf.reshape(log_probs, [-1, masks, log_probs.shape[-1]]),
-                                top_k)
-    return ids, tf.exp(values)
-  logging.info("  Batch size = %d", batch_size)
-  return outputs_in_order(strategy, replica, records, num_records, batch_size,
+  return outputs_in_order(strategy, replica, records, num_examples, batch_size,
                           trim_to_multiple)

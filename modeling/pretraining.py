@@ -1,5 +1,5 @@
 """Pre-training objectives and the original's evaluation metrics (the loss
-the training driver minimises is modeling.losses.PretrainingLoss).
+the training driver minimises is modeling.losses.ModelLoss).
 
 Objectives (`run_pretraining.py --pretraining_objective`, the paper's
 section 5.1 ablations):

@@ -250,10 +250,11 @@ def read_records(input_files, spec, is_training=False, seed=0, input_context=Non
                deterministic=True)
 
 
-# The features that run along the sequence (the last axis); the rest are per
-# example (labels) or index into it (masked positions, below the real length).
-# A tagger's labels (tag_ids) run along it too.
-SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "tag_ids")
+# The model's inputs, which run along the sequence (the last axis). Other
+# features are per example (labels) or index into it (masked positions, below
+# the real length), but for those a task says run along it too (a tagger's
+# labels): `along_sequence` below.
+MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 def trimmed_length(input_mask, multiple):
@@ -272,18 +273,19 @@ def _length_bucket(features, multiple):
   return (length + multiple - 1) // multiple
 
 
-def trim_padding(features, multiple):
-  """A batch without the padding columns no row needs: the sequence features
-  cut to `trimmed_length`. Real tokens come first in every row and padding
-  is masked out of attention, so the model's outputs at the real tokens are
-  those of the padded batch."""
+def trim_padding(features, multiple, along_sequence=()):
+  """A batch without the padding columns no row needs: the model's inputs
+  (and the features named in `along_sequence`) cut to `trimmed_length`. Real
+  tokens come first in every row and padding is masked out of attention, so
+  the model's outputs at the real tokens are those of the padded batch."""
   length = trimmed_length(features["input_mask"], multiple)
-  return {name: value[..., :length] if name in SEQUENCE_FEATURES else value
+  trimmed = MODEL_INPUTS + tuple(along_sequence)
+  return {name: value[..., :length] if name in trimmed else value
           for name, value in features.items()}
 
 
 def batched(records, batch_size, drop_remainder=False, trim_to_multiple=None,
-            group_by_length=False):
+            group_by_length=False, along_sequence=()):
   """Batches of `records` (feature dicts), prefetched; with
   `trim_to_multiple`, each cut to its longest row (trim_padding). With
   `group_by_length` (and trim_to_multiple), records of about the same length
@@ -300,7 +302,7 @@ def batched(records, batch_size, drop_remainder=False, trim_to_multiple=None,
   else:
     d = records.batch(batch_size, drop_remainder=drop_remainder)
   if trim_to_multiple:
-    d = d.map(without_autograph(lambda f: trim_padding(f, trim_to_multiple)),
+    d = d.map(without_autograph(lambda f: trim_padding(f, trim_to_multiple, along_sequence)),
               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return d.prefetch(tf.data.AUTOTUNE)
 

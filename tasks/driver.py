@@ -5,7 +5,7 @@ of task, in the original run_classifier.py's order.
 
 A kind of task (`Task` below: classification, SQuAD, SWAG, tagging) says
 what is particular to it: its examples per split, how they become records
-and are read back, its model and loss, how the model's outputs become
+and are read back, its model (whose heads declare the loss), how the model's outputs become
 results and prediction files, and its export. The driver does the rest the
 same way for all: building the model without drawing the weights a
 checkpoint replaces, training (resumed when run again), the best weights on
@@ -24,6 +24,7 @@ import tensorflow as tf
 
 import modeling
 from modeling import checkpoints
+from modeling import losses
 from modeling import training
 from plumbing.errors import UserError
 from plumbing import files
@@ -82,6 +83,9 @@ class Task(object):
                   "test": "predict.tf_record"}
   # The result --eval_every_steps keeps the best weights by.
   best_metric = "eval_accuracy"
+  # The features besides the model's inputs that run along the sequence (a
+  # tagger's labels): batches cut to their longest row cut these too.
+  along_sequence = ()
 
   def examples(self, split):
     """The examples of "train", "dev" or "test"; an error if there are none."""
@@ -90,10 +94,6 @@ class Task(object):
   def build_model(self, config, head_initializer="truncated_normal"):
     """The task's model; its new head's weights drawn as `head_initializer`
     (a name in modeling.layers.INITIALIZERS) says."""
-    raise NotImplementedError
-
-  def loss(self):
-    """The modeling.losses object training minimises."""
     raise NotImplementedError
 
   def write_records(self, examples, path, split):
@@ -189,11 +189,12 @@ class _Run(object):
                                   shuffle_buffer=s.train_shuffle_buffer)
       return tf_example.batched(records, per_replica_batch, drop_remainder=True,
                                 trim_to_multiple=s.trim_to_multiple,
-                                group_by_length=s.group_by_length)
+                                group_by_length=s.group_by_length,
+                                along_sequence=task.along_sequence)
     evaluate_every = best and (s.eval_every_steps, lambda step: best.record(
         step, self.dev_results()))
     return training.train(
-        self.strategy, self.model, task.loss(), dataset_fn,
+        self.strategy, self.model, losses.ModelLoss(self.model), dataset_fn,
         dataclasses.replace(s.training, num_train_steps=steps, num_warmup_steps=warmup),
         counts=counts, evaluate_every=evaluate_every, deferred=deferred).step
 

@@ -14,6 +14,9 @@ import json
 from absl import logging
 import numpy as np
 
+import tensorflow as tf
+
+from modeling import inference
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
@@ -89,3 +92,20 @@ def write_results(path, features, top_ids, top_probabilities, id_to_token):
       if feature.dropped:
         record["masks_past_max_seq_length"] = feature.dropped
       f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def masked_lm_top_k(strategy, model, records, num_records, batch_size, top_k,
+                    trim_to_multiple=None):
+  """The `top_k` most likely tokens at each of `masked_lm_positions` by a
+  model with the masked-LM head (the original's get_masked_lm_output):
+  (ids [records, masks, top_k] int32, probabilities float32), input order;
+  ties go to the lower id."""
+  def replica(features):
+    log_probs = model(features, training=False)["masked_lm_log_probs"]
+    masks = tf.shape(features["masked_lm_positions"])[1]
+    values, ids = tf.math.top_k(tf.reshape(log_probs, [-1, masks, log_probs.shape[-1]]),
+                                top_k)
+    return ids, tf.exp(values)
+  logging.info("  Batch size = %d", batch_size)
+  return inference.outputs_in_order(strategy, replica, records, num_records, batch_size,
+                                    trim_to_multiple)

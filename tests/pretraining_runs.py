@@ -96,7 +96,7 @@ def reference_run(strategy_name, accumulation, out_dir, save_every=6, stop_after
       save_checkpoints_steps=save_every,
       iterations_per_loop=iterations_per_loop, gradient_accumulation_steps=accumulation,
       init_checkpoint=init)
-  result = training.train(strategy, model, losses.PretrainingLoss(), dataset_fn, settings,
+  result = training.train(strategy, model, losses.ModelLoss(model), dataset_fn, settings,
                           optimizer=optimizer, stop_after_steps=stop_after)
   return dict(step=result.step, replicas=strategy.num_replicas_in_sync,
               **{"var/" + n: v.numpy() for n, v in model.original_names().items()})

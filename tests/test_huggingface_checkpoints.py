@@ -23,6 +23,7 @@ from conftest import (MODELING_REF, assert_one_line_error, data_file, reference_
 from hf_directories import HEADS, SIZES, VOCAB, hf_weights, write_hf_directory
 import modeling
 from modeling import bert_model
+from modeling import heads as heads_lib
 from modeling.checkpoints import conversion
 from modeling.checkpoints import huggingface
 from plumbing.errors import UserError
@@ -120,7 +121,8 @@ def _import(directory, tmp_path, output_format="original"):
                                       output_format)
   config = modeling.BertConfig.from_json_file(str(tmp_path / "imported" / "bert_config.json"))
   shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-  model = bert_model.BertWithHeads(config, **bert_model.heads_in_checkpoint(shapes))
+  model = bert_model.BertWithHeads(bert_model.BertModel(config),
+                                   heads_lib.build(config, heads_lib.in_checkpoint(shapes)))
   modeling.load_checkpoint(model, prefix, log=False)
   return model, config
 
@@ -140,7 +142,7 @@ def test_imported_weights_compute_what_hugging_face_computes(tmp_path, architect
   want = hf_forward(hf_weights(architecture), architecture, hidden_act, ids,
                     mask.astype(np.float64), types)
   inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": types}
-  if model.masked_lm is not None:  # Every position "masked": the head's logits everywhere.
+  if model.head("masked_lm") is not None:  # Every position "masked": logits everywhere.
     inputs["masked_lm_positions"] = np.tile(np.arange(ids.shape[1], dtype=np.int32), (3, 1))
   got = model(inputs, training=False)
   encoder = model.bert(inputs, training=False)
@@ -371,13 +373,13 @@ def _bad_directories(root):
 
 def test_bad_directories_each_give_one_line(tmp_path):
   cases = _bad_directories(str(tmp_path))
-  results = run_cli_cases("modeling.checkpoints.convert", [
+  results = run_cli_cases("convert_checkpoint.py", [
       ["--input_checkpoint=" + directory, "--output_checkpoint=%s" % (
           tmp_path / "out" / os.path.basename(directory) / "bert_model.ckpt"),
        "--output_format=original"] for directory, _ in cases])
   assert len(results) == len(cases)
   for (_, fragments), result in zip(cases, results):
-    assert_one_line_error(result, "convert.py", *fragments)
+    assert_one_line_error(result, "convert_checkpoint.py", *fragments)
   assert not os.path.exists(tmp_path / "out")  # Nothing half-written.
 
 

@@ -148,7 +148,7 @@ def test_three_training_steps_trimmed_equal_fixed(tmp_path):
                              trim_to_multiple=multiple)
       shapes.extend(b["input_ids"].shape[1] for b in d.take(3))
       return d
-    result = training.train(tf.distribute.get_strategy(), model, losses.ClassifierLoss(),
+    result = training.train(tf.distribute.get_strategy(), model, losses.ModelLoss(model),
                             dataset_fn, settings)
     results.append((result.loss, [v.numpy() for v in model.trainable_variables]))
     assert (max(shapes) < SEQ) == (multiple is not None)
@@ -165,7 +165,7 @@ def test_pretraining_batches_trimmed_give_the_same_loss(objective):
       intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
       attention_probs_dropout_prob=0.0, causal_attention=objective == "ltr"))
   model = modeling.BertPretrainer(config, next_sentence=objective == "mlm_nsp")
-  loss_fn = losses.PretrainingLoss()
+  loss_fn = losses.ModelLoss(model)
   values = []
   for multiple in (None, 8):
     batch = next(iter(pretraining_dataset.pretraining_dataset(  # Lengths 80, 101, 62.

@@ -161,7 +161,7 @@ def test_object_based_checkpoints_load_anywhere(tmp_path):
 def test_convert_checkpoint_cli_both_ways(tmp_path):
   def convert(src, dst, fmt, extra=()):
     result = subprocess.run(
-        [sys.executable, "-m", "modeling.checkpoints.convert",
+        [sys.executable, "convert_checkpoint.py",
          "--bert_config_file=" + data_file(REF + "bert_config.json"),
          "--input_checkpoint=" + src, "--output_checkpoint=" + dst,
          "--output_format=" + fmt] + list(extra),

@@ -1,4 +1,5 @@
-"""The optimizer against the original optimization.py, plus LAMB and accumulation."""
+"""The optimizer against the original optimization.py, plus LAMB, and gradient
+accumulation as the training loop does it."""
 
 
 import keras
@@ -118,7 +119,7 @@ def test_clip_dense_norm_is_clip_grad_norm_over_repeated_lookups(fused, monkeypa
         1e-3, num_train_steps=10, num_warmup_steps=2, weight_decay_rate=0.0,
         adam_bias_correction=True, adam_epsilon=1e-8, decay_after_warmup=True,
         clip_dense_norm=True)
-    loss_fn, losses = losses_lib.ClassifierLoss(), []
+    loss_fn, losses = losses_lib.ModelLoss(model), []
     for _ in range(len(ref["classifier/losses"])):
       with tf.GradientTape() as tape:
         loss = loss_fn(model, features, loss_fn.totals(features))
@@ -179,34 +180,29 @@ def _classifier_batch(size, seed):
 
 
 @pytest.mark.parametrize("optimizer_name", ["adamw", "lamb"])
-def test_gradient_accumulation_equals_large_batch(optimizer_name):
+def test_gradient_accumulation_equals_large_batch(optimizer_name, tmp_path):
+  """The training loop's micro-batches (4 of 2) make the updates one batch of
+  8 makes, with either optimizer."""
+  from modeling import training  # pylint: disable=g-import-not-at-top
   batch = _classifier_batch(8, seed=3)
-
-  def fresh():
+  trained = {}
+  for accumulation in (1, 4):
     keras.utils.set_random_seed(7)
     model = modeling.BertClassifier(_config(hidden_dropout_prob=0.0,
                                             attention_probs_dropout_prob=0.0), 3)
-    return model, optimization.create_optimizer(1e-3, 10, 2, optimizer=optimizer_name)
-
-  big, big_opt = fresh()
-  small, small_opt = fresh()
-  accumulator = optimization.GradientAccumulator(small.trainable_variables)
-  # training=False: the classifier head's fixed 0.1 dropout would differ
-  # between the two runs.
-  for _ in range(3):
-    with tf.GradientTape() as tape:
-      loss = big(batch, training=False)["loss"]
-    big_opt.apply_gradients(zip(tape.gradient(loss, big.trainable_variables),
-                                big.trainable_variables))
-    for part in range(4):  # 4 micro-batches of 2; each mean loss weighs 1/4.
-      micro = {k: v[2 * part:2 * part + 2] for k, v in batch.items()}
-      with tf.GradientTape() as tape:
-        loss = small(micro, training=False)["loss"] / 4.0
-      accumulator.add(tape.gradient(loss, small.trainable_variables))
-    accumulator.apply(small_opt)
-  for a, b in zip(big.trainable_variables, small.trainable_variables):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=1e-6)
-  assert int(small_opt.iterations) == 3
+    # The head's own dropout (0.1) would draw other masks for other splits.
+    model.classifier.dropout.rate = 0.0
+    optimizer = optimization.create_optimizer(1e-3, 10, 2, optimizer=optimizer_name)
+    settings = training.TrainingSettings(
+        output_dir=str(tmp_path / str(accumulation)), num_train_steps=3, train_batch_size=8,
+        gradient_accumulation_steps=accumulation, iterations_per_loop=3)
+    training.train(tf.distribute.get_strategy(), model, losses_lib.ModelLoss(model),
+                   lambda size, context: tf.data.Dataset.from_tensors(batch).repeat(),
+                   settings, optimizer=optimizer)
+    assert int(optimizer.iterations) == 3
+    trained[accumulation] = [v.numpy() for v in model.trainable_variables]
+  for a, b in zip(trained[1], trained[4]):
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
 def test_lamb_trust_ratio_step():

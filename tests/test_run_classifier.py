@@ -143,7 +143,7 @@ def test_three_training_steps_match_the_original(tmp_path, trimmed):
   if trimmed:
     batches = [tf_example.trim_padding(b, 8) for b in batches]
     assert max(b["input_ids"].shape[1] for b in batches) < 128
-  assert_three_steps_match(model, losses.ClassifierLoss(), batches, reference)
+  assert_three_steps_match(model, losses.ModelLoss(model), batches, reference)
 
 
 def test_glue_metrics_on_hand_computed_cases():

@@ -223,7 +223,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
   with strategy.scope():
     model = modeling.BertPretrainer(config)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
-  inner = losses.PretrainingLoss()
+  inner = losses.ModelLoss(model)
 
   class PoisonedLoss(object):
     totals = inner.totals

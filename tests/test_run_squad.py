@@ -168,7 +168,7 @@ def test_three_training_steps_match_the_original(tmp_path):
 
   batches = [{k: tf.constant(a[8 * step:8 * step + 8]) for k, a in zip(names, arrays)}
              for step in range(3)]
-  assert_three_steps_match(model, losses.SpanLoss(), batches, reference)
+  assert_three_steps_match(model, losses.ModelLoss(model), batches, reference)
 
 
 def test_killed_training_resumes_to_the_same_predictions(tmp_path):

@@ -8,6 +8,7 @@ from conftest import data_file
 from classifier_runs import CONFIG, UNCASED
 import modeling
 from modeling import bert_model
+from modeling import heads
 from serving import classifier, fill_mask, multiple_choice, squad, tagger
 from tasks.classification import windows
 
@@ -47,7 +48,8 @@ def makers():
           fixed_weights(modeling.BertTagger(config, 5)), d, vocab, True, 16, 8,
           ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]),
       "fill_mask": lambda d: fill_mask.export_fill_mask(
-          fixed_weights(bert_model.BertWithHeads(config, masked_lm=True)), d, vocab, True,
+          fixed_weights(bert_model.BertWithHeads(bert_model.BertModel(config),
+                                                 [heads.MaskedLMHead(config)])), d, vocab, True,
           32, 3),
       "swag": lambda d: multiple_choice.export_multiple_choice(
           fixed_weights(modeling.BertMultipleChoice(config, num_choices=4)), d, vocab, True,

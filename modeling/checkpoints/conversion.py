@@ -11,6 +11,7 @@ import tensorflow as tf
 from data_prep import casing
 from modeling import bert_model
 from modeling import checkpoints
+from modeling import heads
 from modeling.checkpoints import huggingface
 from modeling.config import BertConfig
 from plumbing import files
@@ -24,9 +25,9 @@ def load_model(config, input_checkpoint, may_lack=()):
   the names of `may_lack` it lacked."""
   prefix = checkpoints.resolve(input_checkpoint)
   shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-  found = bert_model.heads_in_checkpoint(shapes)
+  found = heads.in_checkpoint(shapes)
   logging.info("Heads found in %s: %s", prefix, found)
-  model = bert_model.BertWithHeads(config, **found)
+  model = bert_model.BertWithHeads(bert_model.BertModel(config), heads.build(config, found))
   report = checkpoints.load_checkpoint(model, prefix)
   missing = report.missing if isinstance(report, checkpoints.LoadReport) else []
   lacking = [name for name in missing if name not in may_lack]
@@ -54,7 +55,8 @@ def import_huggingface(directory, output_checkpoint, output_format):
     prefix = checkpoints.write_original_tensors(hf.tensors, output_checkpoint)
   else:
     shapes = {name: value.shape for name, value in hf.tensors.items()}
-    model = bert_model.BertWithHeads(config, **bert_model.heads_in_checkpoint(shapes))
+    model = bert_model.BertWithHeads(bert_model.BertModel(config),
+                                     heads.build(config, heads.in_checkpoint(shapes)))
     for name, variable in model.original_names().items():
       if name in hf.tensors:
         variable.assign(hf.tensors[name])
@@ -80,8 +82,9 @@ def import_huggingface(directory, output_checkpoint, output_format):
 
 
 def export_huggingface(config, input_checkpoint, directory, vocab_file, do_lower_case,
-                       architecture=None, label_names=None):
-  """A checkpoint of either TensorFlow kind to a Hugging Face directory."""
+                       architecture=None, label_names=None, problem=None):
+  """A checkpoint of either TensorFlow kind to a Hugging Face directory
+  (`problem`: a classifier's heads.MULTI_LABEL or the like)."""
   with open(vocab_file, encoding="utf-8") as f:
     vocab = f.read()
   entries = vocab.count("\n") + (not vocab.endswith("\n"))
@@ -94,7 +97,7 @@ def export_huggingface(config, input_checkpoint, directory, vocab_file, do_lower
   tensors = {name: variable.numpy() for name, variable in model.original_names().items()
              if name not in missing}
   written = huggingface.write_directory(directory, config.to_dict(), tensors, vocab,
-                                        do_lower_case, architecture, label_names)
+                                        do_lower_case, architecture, label_names, problem)
   logging.info("Wrote %s: a %s (hidden_act %s).", directory, written,
                huggingface.ACTIVATIONS_TO_HF[config.hidden_act.lower()])
   return written

@@ -9,7 +9,9 @@ name the same tensors `bert/encoder/layer_0/...` and store kernels [in,
 out]. Reading turns a directory into the original's names, config and
 vocabulary, so that everything after it (loading, fine-tuning, exporting)
 is the released format's code; writing does the reverse, for the head
-classes of transformers' BERT. NumPy only: no PyTorch, no TensorFlow.
+classes of transformers' BERT. Which tensors a head has, under both names,
+and which classes hold it, its declaration says (modeling/heads.py). No
+PyTorch.
 """
 
 import json
@@ -19,6 +21,7 @@ import struct
 import numpy as np
 
 from data_prep import casing
+from modeling import heads as heads_lib
 from plumbing import files
 from plumbing.errors import UserError
 
@@ -34,19 +37,22 @@ CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attentio
                  "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
                  "max_position_embeddings", "type_vocab_size", "initializer_range")
 
-# transformers' BERT classes -> the heads they hold (BertWithHeads' parts).
-ARCHITECTURES = {
-    "BertModel": (),
-    "BertForPreTraining": ("masked_lm", "next_sentence"),
-    "BertForMaskedLM": ("masked_lm",),
-    "BertForNextSentencePrediction": ("next_sentence",),
-    "BertForSequenceClassification": ("classifier",),
-    "BertForMultipleChoice": ("classifier",),
-    "BertForQuestionAnswering": ("span",),
-    "BertForTokenClassification": ("token_classifier",),
-}
-# The classes transformers builds without the pooler.
-WITHOUT_POOLER = ("BertForMaskedLM", "BertForQuestionAnswering", "BertForTokenClassification")
+
+
+def _architectures():
+  """transformers' BERT classes -> the heads (parts) they hold, in
+  heads.HEADS' order."""
+  held = {"BertModel": ()}
+  for head in heads_lib.HEADS:
+    for name in head.hf_classes:
+      held[name] = held.get(name, ()) + (head.part,)
+  return held
+
+
+ARCHITECTURES = _architectures()
+# The classes transformers builds without the pooler: none of their heads reads it.
+WITHOUT_POOLER = tuple(name for name, parts in ARCHITECTURES.items()
+                       if parts and not any(heads_lib.BY_PART[p].needs_pooler for p in parts))
 # Where a head model keeps the encoder.
 ENCODER_PREFIX = "bert."
 # Tensors a directory may hold that are not weights (index buffers).
@@ -56,10 +62,6 @@ _TIED = {"cls.predictions.decoder.weight": "bert/embeddings/word_embeddings",
          "cls.predictions.decoder.bias": "cls/predictions/output_bias"}
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
-# Where each head's tensors are in the original's names.
-_HEAD_PREFIXES = {"masked_lm": "cls/predictions/", "next_sentence": "cls/seq_relationship/",
-                  "classifier": "output_", "span": "cls/squad/",
-                  "token_classifier": "cls/token_classification/"}
 SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
@@ -80,11 +82,6 @@ def _dense(original, hf, inputs, outputs):
 def _layer_norm(original, hf, size):
   return [Pair(original + "/gamma", hf + ".weight", (size,)),
           Pair(original + "/beta", hf + ".bias", (size,))]
-
-
-def _output_weights(original_prefix, hf, outputs, hidden):
-  return [Pair(original_prefix + "output_weights", hf + ".weight", (outputs, hidden)),
-          Pair(original_prefix + "output_bias", hf + ".bias", (outputs,))]
 
 
 def encoder_pairs(config, prefix=ENCODER_PREFIX, pooler=True):
@@ -113,24 +110,13 @@ def encoder_pairs(config, prefix=ENCODER_PREFIX, pooler=True):
   return pairs
 
 
-def head_pairs(head, config, num_outputs=None):
-  """A head's tensors; `num_outputs` for the classifiers."""
-  h = config["hidden_size"]
-  if head == "masked_lm":
-    return (_dense("cls/predictions/transform/dense", "cls.predictions.transform.dense", h, h) +
-            _layer_norm("cls/predictions/transform/LayerNorm",
-                        "cls.predictions.transform.LayerNorm", h) +
-            [Pair("cls/predictions/output_bias", "cls.predictions.bias",
-                  (config["vocab_size"],))])
-  if head == "next_sentence":
-    return _output_weights("cls/seq_relationship/", "cls.seq_relationship", 2, h)
-  if head == "classifier":
-    return _output_weights("", "classifier", num_outputs, h)
-  if head == "span":
-    return _output_weights("cls/squad/", "qa_outputs", 2, h)
-  if head == "token_classifier":
-    return _output_weights("cls/token_classification/", "classifier", num_outputs, h)
-  raise ValueError(head)
+def head_pairs(part, config, num_outputs=None):
+  """A head's tensors; `num_outputs` for the sized ones (classifiers)."""
+  head = heads_lib.BY_PART[part]
+  shapes = head.shapes(config["hidden_size"], config["vocab_size"], num_outputs)
+  return [Pair(head.original_prefix + suffix, head.hf_prefix + "." + hf, shapes[suffix],
+               transpose=transpose)
+          for suffix, (hf, transpose) in head.hf_suffixes.items()]
 
 
 def model_pairs(architecture, config, num_outputs=None, pooler=True):
@@ -289,19 +275,18 @@ def read_tensors(directory):
 
 
 def heads_in(names, architecture):
-  """The heads (BertWithHeads' part names) whose tensors `names` hold.
-  `classifier.weight` is a tagger's in a BertForTokenClassification."""
-  heads = []
-  if "cls.predictions.bias" in names or "cls.predictions.decoder.bias" in names:
-    heads.append("masked_lm")
-  if "cls.seq_relationship.weight" in names:
-    heads.append("next_sentence")
-  if "classifier.weight" in names:
-    heads.append("token_classifier" if architecture == "BertForTokenClassification"
-                 else "classifier")
-  if "qa_outputs.weight" in names:
-    heads.append("span")
-  return heads
+  """The heads (parts) whose tensors `names` hold. Where two heads share a
+  prefix (`classifier.`), the one `architecture` holds: a tagger's in a
+  BertForTokenClassification."""
+  held = ARCHITECTURES.get(architecture) or ()
+  found = []
+  for head in heads_lib.HEADS:
+    sharing = [h.part for h in heads_lib.HEADS if h.hf_prefix == head.hf_prefix]
+    owner = next((part for part in sharing if part in held), sharing[0])
+    first = head.hf_prefix + "." + next(iter(head.hf_suffixes.values()))[0]
+    if first in names and head.part == owner:
+      found.append(head.part)
+  return found
 
 
 def _lookup(tensors, name):
@@ -324,9 +309,8 @@ def original_tensors(tensors, config, architecture, source):
   notes = []
   names = set(tensors)
   prefix = ENCODER_PREFIX if any(n.startswith(ENCODER_PREFIX) for n in names) else ""
-  num_outputs = None
-  if "classifier.weight" in names:
-    num_outputs = np.shape(tensors["classifier.weight"])[0]
+  num_outputs = next((np.shape(tensors[h.hf_prefix + ".weight"])[0] for h in heads_lib.HEADS
+                      if h.sized and h.hf_prefix + ".weight" in names), None)
   pooler = prefix + "pooler.dense.weight"
   has_pooler = _lookup(tensors, pooler) is not None
   if not has_pooler and architecture not in WITHOUT_POOLER:
@@ -417,9 +401,9 @@ def read_directory(directory):
 
 
 def original_heads(tensors):
-  """The heads whose tensors {original name: ...} holds, in ARCHITECTURES' order."""
-  return [head for head, prefix in _HEAD_PREFIXES.items()
-          if any(name.startswith(prefix) for name in tensors)]
+  """The heads whose tensors {original name: ...} holds, in heads.HEADS' order."""
+  return [head.part for head in heads_lib.HEADS
+          if head.original_prefix + next(iter(head.hf_suffixes)) in tensors]
 
 
 def architecture_for(heads, requested=None):
@@ -443,8 +427,10 @@ def architecture_for(heads, requested=None):
                       a for a, held in ARCHITECTURES.items() if held and set(held) <= set(heads)))))
 
 
-def hf_config(config, architecture, num_outputs=None, label_names=None):
-  """config.json's contents for `config` (a bert_config dict)."""
+def hf_config(config, architecture, num_outputs=None, label_names=None, problem=None):
+  """config.json's contents for `config` (a bert_config dict); `problem`: a
+  classifier's heads.MULTI_LABEL or the like (from its output count if not
+  given)."""
   if config.get("causal_attention"):
     raise UserError("A left-to-right (causal_attention) model has no Hugging Face BERT "
                     "counterpart.")
@@ -460,18 +446,19 @@ def hf_config(config, architecture, num_outputs=None, label_names=None):
     names = label_names or ["LABEL_%d" % i for i in range(num_outputs)]
     hf["id2label"] = {str(i): name for i, name in enumerate(names)}
     hf["label2id"] = {name: i for i, name in enumerate(names)}
-    if architecture == "BertForSequenceClassification" and num_outputs == 1:
-      hf["problem_type"] = "regression"
+    if architecture == "BertForSequenceClassification":
+      problem = problem or (heads_lib.REGRESSION if num_outputs == 1 else None)
+      if problem:
+        hf["problem_type"] = problem
   return hf
 
 
 def hf_tensors(tensors, config, architecture):
   """{original name: array} -> {Hugging Face name: float32 array} for
   `architecture` (heads the checkpoint holds beyond it are left out)."""
-  num_outputs = None
-  for name in ("output_weights", "cls/token_classification/output_weights"):
-    if name in tensors:
-      num_outputs = np.shape(tensors[name])[0]
+  num_outputs = next((np.shape(tensors[h.original_prefix + "output_weights"])[0]
+                      for h in heads_lib.HEADS
+                      if h.sized and h.original_prefix + "output_weights" in tensors), None)
   pairs = model_pairs(architecture, config, num_outputs,
                       pooler="bert/pooler/dense/kernel" in tensors)
   result = {}
@@ -495,7 +482,7 @@ def tokenizer_files(do_lower_case, max_length):
 
 
 def write_directory(directory, config, tensors, vocab, do_lower_case,
-                    architecture=None, label_names=None):
+                    architecture=None, label_names=None, problem=None):
   """Writes a directory transformers' `from_pretrained` loads: config.json,
   model.safetensors, vocab.txt and the tokenizer's settings, all or none.
   `tensors`: {original name: array}; `config`: bert_config fields (dict);
@@ -504,8 +491,8 @@ def write_directory(directory, config, tensors, vocab, do_lower_case,
   architecture = architecture_for(original_heads(tensors), architecture)
   weights, num_outputs = hf_tensors(tensors, config, architecture)
   contents = {
-      "config.json": json.dumps(hf_config(config, architecture, num_outputs, label_names),
-                                indent=2) + "\n",
+      "config.json": json.dumps(hf_config(config, architecture, num_outputs, label_names,
+                                          problem), indent=2) + "\n",
       "vocab.txt": vocab,
       "model.safetensors": safetensors_numpy.save(weights, metadata={"format": "pt"}),
   }

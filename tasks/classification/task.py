@@ -10,7 +10,6 @@ from absl import logging
 
 import modeling
 from modeling import inference
-from modeling import losses
 from tasks import driver
 from tasks.classification import features
 from tasks.classification import glue
@@ -49,9 +48,6 @@ class ClassificationTask(driver.Task):
     return modeling.BertClassifier(config, num_labels=self.processor.num_labels,
                                    head_initializer=head_initializer)
 
-  def loss(self):
-    return losses.ClassifierLoss(self.processor.is_regression)
-
   def write_records(self, examples, path, split):
     if self.windows:
       windows_lib.write_windowed_records(examples, self.labels, self.max_seq_length,
@@ -72,7 +68,6 @@ class ClassificationTask(driver.Task):
   def outputs(self, strategy, model, records, examples, written, batch_size,
               trim_to_multiple):
     return inference.classifier_outputs(strategy, model, records, len(examples), batch_size,
-                                        self.processor.is_regression,
                                         trim_to_multiple=trim_to_multiple)
 
   def results(self, examples, written, model_outputs, batch_size):

@@ -9,12 +9,14 @@ import os
 
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 import modeling
+from modeling import heads
 from modeling import inference
-from modeling import losses
 from plumbing.errors import UserError
 from plumbing import files
+from plumbing import tf_example
 from tasks import driver
 from tasks.classification import tfds as tfds_lib
 from tasks.ner import conll
@@ -60,6 +62,7 @@ class NerTask(driver.Task):
   training read)."""
 
   best_metric = "eval_f1"
+  along_sequence = ("tag_ids",)
 
   def __init__(self, data_dir, output_dir, tokenizer, max_seq_length, doc_stride, export,
                tfds_manual_dir=None, split_files=None):
@@ -106,9 +109,6 @@ class NerTask(driver.Task):
   def build_model(self, config, head_initializer="truncated_normal"):
     return modeling.BertTagger(config, len(self.labels), head_initializer=head_initializer)
 
-  def loss(self):
-    return losses.TaggingLoss()
-
   def write_records(self, sentences, path, split):
     windows = features.windows_of_sentences(sentences, self.tokenizer, self.max_seq_length,
                                             self.doc_stride)
@@ -127,7 +127,7 @@ class NerTask(driver.Task):
   def outputs(self, strategy, model, records, sentences, windows, batch_size,
               trim_to_multiple):
     logging.info("  Num sentences = %d, windows = %d", len(sentences), len(windows))
-    return inference.token_logits(strategy, model, records, len(windows), batch_size,
+    return token_logits(strategy, model, records, len(windows), batch_size,
                                   self.max_seq_length, trim_to_multiple)
 
   def _predicted(self, sentences, windows, logits):
@@ -143,18 +143,20 @@ class NerTask(driver.Task):
     return scheme, predicted, counts
 
   def _loss(self, sentences, windows, logits):
-    """Mean cross-entropy over the labelled words."""
+    """The tagger head's loss over the labelled words, each read from the
+    window it is predicted from."""
     label_map = {label: i for i, label in enumerate(self.labels)}
-    total, count = 0.0, 0
+    rows, ids = [], []
     for window, window_logits in zip(windows, logits):
       gold = conll.to_iob2(sentences[window.sentence].tags)
       for position, word in zip(window.positions, window.words):
-        scores = window_logits[position].astype(np.float64)
-        top = scores.max()
-        log_z = top + np.log(np.exp(scores - top).sum())
-        total += log_z - scores[label_map.get(gold[word], 0)]
-        count += 1
-    return total / max(count, 1)
+        rows.append(window_logits[position])
+        ids.append(label_map.get(gold[word], 0))
+    if not rows:
+      return 0.0
+    per_word = heads.TokenClassificationHead.loss_terms(
+        {"token_logits": np.asarray(rows, np.float32)[None]}, {"tag_ids": np.asarray(ids)[None]})
+    return float(np.mean(per_word.numpy(), dtype=np.float64))
 
   def results(self, sentences, windows, logits, batch_size):
     _, _, counts = self._predicted(sentences, windows, logits)
@@ -192,3 +194,20 @@ class NerTask(driver.Task):
     tagger.export_tagger(model, export_dir, e.vocab_file, e.do_lower_case,
                          self.max_seq_length, self.doc_stride, self.labels,
                          precision=e.precision, limits=e.limits)
+
+
+def token_logits(strategy, model, records, num_records, batch_size, max_seq_length,
+                 trim_to_multiple=None):
+  """A tagger's float32 logits [records, max_seq_length, labels] over
+  `records`, in input order (positions past a length-aware batch's longest
+  row hold 0: no label sits there)."""
+  def replica(features):
+    # The inputs alone: the labels, which length-aware batches leave at
+    # their padded length, would only make the model compute a loss.
+    inputs = {name: features[name] for name in tf_example.MODEL_INPUTS}
+    return (tf.cast(model(inputs, training=False)["token_logits"], tf.float32),)
+  logging.info("  Batch size = %d", batch_size)
+  (logits,) = inference.outputs_in_order(strategy, replica, records, num_records, batch_size,
+                                         trim_to_multiple, sequence_outputs=(0,),
+                                         padded_length=max_seq_length)
+  return logits

@@ -9,10 +9,11 @@ import os
 import random
 
 from absl import logging
+import numpy as np
+import tensorflow as tf
 
 import modeling
 from modeling import inference
-from modeling import losses
 from plumbing.errors import UserError
 from tasks import driver
 from tasks.squad import evaluate
@@ -60,9 +61,6 @@ class SquadTask(driver.Task):
   def build_model(self, config, head_initializer="truncated_normal"):
     return modeling.BertSpanPredictor(config, head_initializer=head_initializer)
 
-  def loss(self):
-    return losses.SpanLoss()
-
   def _convert(self, examples, is_training, output_fn):
     s = self.settings
     squad_features.convert_examples_to_features(
@@ -96,7 +94,7 @@ class SquadTask(driver.Task):
               trim_to_multiple):
     logging.info("  Num orig examples = %d", len(examples))
     logging.info("  Num split examples = %d", len(written))
-    return predictions.raw_results(*inference.span_logits(
+    return predictions.raw_results(*span_logits(
         strategy, model, records, len(written), batch_size, self.settings.max_seq_length,
         trim_to_multiple))
 
@@ -125,3 +123,19 @@ class SquadTask(driver.Task):
         version_2_with_negative=s.version_2_with_negative,
         null_score_diff_threshold=s.null_score_diff_threshold, precision=e.precision,
         limits=e.limits)
+
+
+def span_logits(strategy, model, records, num_features, batch_size, max_seq_length,
+                trim_to_multiple=None):
+  """unique_ids, start_logits, end_logits (numpy, input order) of a span model
+  over `records`. Length-aware runs (`trim_to_multiple`) give no logits at
+  the positions past a batch's longest row: they come back as -inf, which no
+  answer can start or end at."""
+  def replica(features):
+    outputs = model(features, training=False)
+    return (features["unique_ids"], tf.cast(outputs["start_logits"], tf.float32),
+            tf.cast(outputs["end_logits"], tf.float32))
+  logging.info("  Batch size = %d", batch_size)
+  return inference.outputs_in_order(strategy, replica, records, num_features, batch_size,
+                                    trim_to_multiple, sequence_outputs=(1, 2),
+                                    padded_length=max_seq_length, fill=-np.inf)

@@ -9,7 +9,6 @@ from absl import logging
 
 import modeling
 from modeling import inference
-from modeling import losses
 from plumbing.errors import UserError
 from tasks import driver
 from tasks import swag
@@ -32,9 +31,6 @@ class SwagTask(driver.Task):
   def build_model(self, config, head_initializer="truncated_normal"):
     return modeling.BertMultipleChoice(config, num_choices=swag.NUM_CHOICES,
                                        head_initializer=head_initializer)
-
-  def loss(self):
-    return losses.ClassifierLoss()
 
   def write_records(self, examples, path, split):
     swag.write_records(examples, self.tokenizer, self.max_seq_length, path)

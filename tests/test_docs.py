@@ -19,9 +19,9 @@ from conftest import REPO_ROOT, SHARED_DATA, data_file, read_eval_results
 
 DOC_FILES = ([os.path.join(REPO_ROOT, "README.md"), os.path.join(REPO_ROOT, "bench", "README.md")]
              + sorted(glob.glob(os.path.join(REPO_ROOT, "docs", "*.md"))))
-DOC_PAGES = ("tokenization", "pretraining_data", "pretraining", "ablations", "model",
-             "checkpoints", "fine_tuning", "serving", "extract_features", "faithfulness",
-             "reliability", "faq", "layout")
+DOC_PAGES = ("tokenization", "pretraining_data", "pretraining", "accelerators", "ablations",
+             "model", "checkpoints", "fine_tuning", "serving", "extract_features",
+             "faithfulness", "reliability", "faq", "layout")
 # Flags absl defines in every program.
 ABSL_FLAGS = {"help", "helpfull", "helpshort", "helpxml", "flagfile", "undefok", "logtostderr",
               "alsologtostderr", "log_dir", "verbosity", "v", "stderrthreshold",

@@ -31,7 +31,6 @@ import run_flags
 from tasks import driver
 from tasks.classification import glue
 from tasks.classification import task as classification
-from tasks.classification import user_files
 from tasks.classification import windows
 # The original's public names, where its users look for them.
 from tasks.classification.features import _truncate_seq_pair  # noqa: F401
@@ -89,27 +88,7 @@ flags.DEFINE_enum("window_pooling", "mean", modeling.BertWindowClassifier.POOLIN
                   "With --window_stride: a text's logits are the mean of its windows' "
                   "logits, or label by label their maximum.")
 # Your own files instead of a named task.
-flags.DEFINE_string("train_file", None,
-                    "Instead of --task_name and --data_dir: your training file, .csv, "
-                    ".tsv or .jsonl (JSON Lines); its labels are the task's (sorted, as "
-                    "numbers where all are integers), kept in <output_dir>/labels.txt.")
-flags.DEFINE_string("dev_file", None, "With --train_file: the file --do_eval scores.")
-flags.DEFINE_string("test_file", None,
-                    "With --train_file: the file --do_predict predicts (labels, if any, "
-                    "are not used).")
-flags.DEFINE_string("text_a_column", None,
-                    "Your files' text column: a header name, or a 0-based index for files "
-                    "without a header. Default: sentence1 and sentence2 (a pair) or text "
-                    "or sentence if the header has them, else its only column besides "
-                    "the label.")
-flags.DEFINE_string("text_b_column", None,
-                    "Your files' second text column, for sentence pairs.")
-flags.DEFINE_string("label_column", None,
-                    "Your files' label column: a header name (default: label) or a 0-based "
-                    "index.")
-flags.DEFINE_list("label_names", None,
-                  "With --train_file: the labels in the order of the classifier's outputs "
-                  "(default: the training file's, sorted).")
+run_flags.define_user_file_flags()
 flags.DEFINE_bool("regression", False,
                   "With --train_file: the labels are numbers and the model predicts a "
                   "score (squared error), evaluated by Pearson and Spearman correlation "
@@ -120,22 +99,13 @@ flags.DEFINE_string("tfds_manual_dir", None,
                     "message names them).")
 
 
-def _user_files_processor():
-  paths = {"train": FLAGS.train_file, "dev": FLAGS.dev_file, "test": FLAGS.test_file}
-  columns = user_files.Columns.from_flags(FLAGS.text_a_column, FLAGS.text_b_column,
-                                          FLAGS.label_column)
-  labels = user_files.labels_for(paths, columns, FLAGS.label_names, FLAGS.output_dir,
-                                 FLAGS.regression)
-  return user_files.UserFilesProcessor(paths, columns, labels, FLAGS.regression)
-
-
 def _processor():
   """The named task's processor, or one of the user's files."""
   if FLAGS.train_file or FLAGS.dev_file or FLAGS.test_file:
     if FLAGS.task_name or FLAGS.data_dir:
       raise UserError("Give either --task_name and --data_dir, or your own files "
                       "(--train_file, --dev_file, --test_file), not both.")
-    return _user_files_processor()
+    return run_flags.user_files_processor(FLAGS, regression=FLAGS.regression)
   for name in ("task_name", "data_dir"):
     if not FLAGS[name].value:
       raise UserError("--%s is required (or give your own files with --train_file, "

@@ -25,6 +25,7 @@ from modeling import training
 from plumbing.errors import UserError
 from plumbing import files
 from tasks import driver
+from tasks.classification import user_files
 
 flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
 flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
@@ -180,6 +181,43 @@ def define_eval_and_predict_flags():
                     "Whether to run the model in inference mode on the test set.")
   flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
   flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+
+
+def define_user_file_flags():
+  """The flags naming the user's own files and their columns (a
+  classification task's, or a multi-label one's)."""
+  flags.DEFINE_string("train_file", None,
+                      "Instead of --task_name and --data_dir: your training file, .csv, "
+                      ".tsv or .jsonl (JSON Lines); its labels are the task's (sorted, as "
+                      "numbers where all are integers), kept in <output_dir>/labels.txt.")
+  flags.DEFINE_string("dev_file", None, "With --train_file: the file --do_eval scores.")
+  flags.DEFINE_string("test_file", None,
+                      "With --train_file: the file --do_predict predicts (labels, if any, "
+                      "are not used).")
+  flags.DEFINE_string("text_a_column", None,
+                      "Your files' text column: a header name, or a 0-based index for files "
+                      "without a header. Default: sentence1 and sentence2 (a pair) or text "
+                      "or sentence if the header has them, else its only column besides "
+                      "the label.")
+  flags.DEFINE_string("text_b_column", None,
+                      "Your files' second text column, for sentence pairs.")
+  flags.DEFINE_string("label_column", None,
+                      "Your files' label column: a header name (default: label) or a 0-based "
+                      "index.")
+  flags.DEFINE_list("label_names", None,
+                    "With --train_file: the labels in the order of the classifier's outputs "
+                    "(default: the training file's, sorted).")
+
+
+def user_files_processor(flag_values, regression=False, separator=None):
+  """The processor of the user's files that the flags name (with `separator`,
+  a multi-label task's)."""
+  f = flag_values
+  paths = {"train": f.train_file, "dev": f.dev_file, "test": f.test_file}
+  columns = user_files.Columns.from_flags(f.text_a_column, f.text_b_column, f.label_column)
+  labels = user_files.labels_for(paths, columns, f.label_names, f.output_dir, regression,
+                                 separator)
+  return user_files.UserFilesProcessor(paths, columns, labels, regression, separator)
 
 
 def create_strategy(flag_values):

@@ -30,6 +30,15 @@ itself on real text.
    give them); transformers loads it as BertForTokenClassification with its
    own tokenizer and tags the same words (each word by its first piece): how
    many words and sentences get the same tag from both.
+5. A multi-label classifier out: the entity types of a CoNLL-2003 sentence
+   as its labels (e.g. `LOC;PER`; none for a sentence without entities);
+   ours fine-tunes it briefly on the first --ner_sentences training
+   sentences (run_multi_label.py, one epoch) and predicts the same number of
+   dev sentences; bert-convert-checkpoint writes it back with no flag;
+   transformers loads it as BertForSequenceClassification, its config's
+   problem_type and labels are read, and its sigmoid probabilities on the
+   same texts, by its own tokenizer, are compared with ours
+   (test_results.tsv).
 Prints the figures and writes bench/output/hf_checkpoint.json. Not a timed
 benchmark: what a user bringing a checkpoint needs to be true.
 """
@@ -131,7 +140,7 @@ def worker_ours_steps(args):
   optimizer = training.create_optimizer(training.TrainingSettings(
       output_dir=args.output, num_train_steps=SCHEDULE_STEPS, num_warmup_steps=WARMUP_STEPS,
       train_batch_size=STEP_BATCH, learning_rate=5e-5, **HF_RECIPE))
-  loss_fn, step_losses = losses.ClassifierLoss(), []
+  loss_fn, step_losses = losses.ModelLoss(model), []
   for step in range(STEPS):
     features = {k: tf.constant(v) for k, v in batches[step % len(batches)].items()}
     with tf.GradientTape() as tape:
@@ -311,7 +320,7 @@ def check_tagger(args, checkpoint_dir, scratch):
        "--max_seq_length=%d" % SEQ, "--num_train_epochs=1", "--learning_rate=5e-5",
        "--output_dir=" + tagger_dir], "NER fine-tuning")
   exported = os.path.join(scratch, "tagger_exported")
-  run([sys.executable, "-m", "modeling.checkpoints.convert",
+  run([sys.executable, "convert_checkpoint.py",
        "--bert_config_file=" + os.path.join(checkpoint_dir, "bert_config.json"),
        "--input_checkpoint=" + tagger_dir, "--output_checkpoint=" + exported,
        "--output_format=huggingface"], "tagger export")
@@ -321,6 +330,74 @@ def check_tagger(args, checkpoint_dir, scratch):
   with open(os.path.join(tagger_dir, "labels.txt"), encoding="utf-8") as f:
     result["tagger_labels_kept"] = result["tagger_labels"] == f.read().split()
   return result
+
+
+def entity_types_csv(conll_path, count, path):
+  """The first `count` sentences of a CoNLL file as a CSV of text and the
+  entity types it holds, `;`-joined; returns the texts."""
+  texts = []
+  with open(path, "w", encoding="utf-8", newline="") as f:
+    writer = csv.writer(f)
+    writer.writerow(["text", "types"])
+    for block in conll_sentences(conll_path, count).split("\n\n"):
+      if not block.strip() or block.startswith("-DOCSTART-"):
+        continue
+      lines = [line.split() for line in block.splitlines()]
+      types = sorted({parts[-1][2:] for parts in lines if parts[-1] != "O"})
+      texts.append(" ".join(parts[0] for parts in lines))
+      writer.writerow([texts[-1], ";".join(types)])
+  return texts
+
+
+def worker_hf_multi_label(args):
+  """transformers' BertForSequenceClassification, loaded from our export
+  with its own tokenizer, on the texts ours predicted: its problem type,
+  labels and the largest difference of its probabilities from ours."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  with open(args.pairs_file, encoding="utf-8", newline="") as f:
+    texts = [row[0] for row in list(csv.reader(f))[1:]]
+  ours = np.loadtxt(args.predictions, ndmin=2)
+  tokenizer = transformers.AutoTokenizer.from_pretrained(args.exported_dir)
+  model, info = transformers.BertForSequenceClassification.from_pretrained(
+      args.exported_dir, output_loading_info=True)
+  with torch.inference_mode():
+    encoded = tokenizer(texts, truncation=True, max_length=SEQ, padding=True,
+                        return_tensors="pt")
+    theirs = torch.sigmoid(model.eval()(**encoded).logits).numpy()
+  labels = model.config.id2label
+  common.report_result({
+      "multi_label_load_report": {k: sorted(v) for k, v in info.items() if v},
+      "multi_label_problem_type": model.config.problem_type,
+      "multi_label_labels": [labels[i] for i in range(len(labels))],
+      "multi_label_texts": len(texts),
+      "multi_label_max_diff": float(np.abs(theirs - ours).max()),
+      "multi_label_same_choices": int(((theirs >= 0.5) == (ours >= 0.5)).all(1).sum())})
+
+
+def check_multi_label(args, checkpoint_dir, scratch):
+  """Part 5 (see the module doc)."""
+  train = os.path.join(scratch, "types_train.csv")
+  dev = os.path.join(scratch, "types_dev.csv")
+  entity_types_csv(os.path.join(args.conll_dir, "train.txt"), args.ner_sentences, train)
+  entity_types_csv(os.path.join(args.conll_dir, "dev.txt"), args.ner_sentences, dev)
+  run_dir = os.path.join(scratch, "multi_label")
+  run([sys.executable, "run_multi_label.py", "--do_train", "--do_predict",
+       "--train_file=" + train, "--test_file=" + dev, "--label_column=types",
+       "--vocab_file=" + os.path.join(checkpoint_dir, "vocab.txt"),
+       "--bert_config_file=" + os.path.join(checkpoint_dir, "bert_config.json"),
+       "--init_checkpoint=" + os.path.join(checkpoint_dir, "bert_model.ckpt"),
+       "--max_seq_length=%d" % SEQ, "--num_train_epochs=1", "--learning_rate=5e-5",
+       "--output_dir=" + run_dir], "multi-label fine-tuning")
+  exported = os.path.join(scratch, "multi_label_exported")
+  run([sys.executable, "convert_checkpoint.py",
+       "--bert_config_file=" + os.path.join(checkpoint_dir, "bert_config.json"),
+       "--input_checkpoint=" + run_dir, "--output_checkpoint=" + exported,
+       "--output_format=huggingface"], "multi-label export")
+  return run([environments.python_of("hf"), "-m", "bench.bench_hf_checkpoint",
+              "--worker=hf_multi_label", "--exported_dir=" + exported, "--pairs_file=" + dev,
+              "--predictions=" + os.path.join(run_dir, "test_results.tsv")], "hf multi-label")
 
 
 def run(cmd, label):
@@ -341,14 +418,16 @@ def main():
                                                        "hf_checkpoint.json"))
   parser.add_argument("--conll_dir", default=os.path.join(common.SHARED_DATA, "conll2003"))
   parser.add_argument("--ner_sentences", type=int, default=600)
-  parser.add_argument("--worker", choices=["ours", "hf", "ours_steps", "hf_steps", "hf_tagger"])
+  parser.add_argument("--worker", choices=["ours", "hf", "ours_steps", "hf_steps", "hf_tagger",
+                                           "hf_multi_label"])
   for name in ("pairs_file", "checkpoint_dir", "classifier_dir", "model_dir", "ours_output",
                "exported_dir", "predictions"):
     parser.add_argument("--" + name)
   args = parser.parse_args()
   if args.worker:
     return {"ours": worker_ours, "hf": worker_hf, "ours_steps": worker_ours_steps,
-            "hf_steps": worker_hf_steps, "hf_tagger": worker_hf_tagger}[args.worker](args)
+            "hf_steps": worker_hf_steps, "hf_tagger": worker_hf_tagger,
+            "hf_multi_label": worker_hf_multi_label}[args.worker](args)
   model_dir = pretrained.hf_directory()
   mrpc = os.path.join(args.glue_dir, "MRPC")
   if model_dir is None or not os.path.exists(os.path.join(mrpc, "dev.tsv")):
@@ -373,7 +452,7 @@ def main():
          "--num_train_epochs=1", "--learning_rate=5e-5", "--output_dir=" + classifier_dir],
         "fine-tuning")
     exported_dir = os.path.join(scratch, "exported")
-    run([sys.executable, "-m", "modeling.checkpoints.convert",
+    run([sys.executable, "convert_checkpoint.py",
          "--bert_config_file=" + os.path.join(checkpoint_dir, "bert_config.json"),
          "--input_checkpoint=" + classifier_dir, "--output_checkpoint=" + exported_dir,
          "--output_format=huggingface"], "export")
@@ -394,6 +473,7 @@ def main():
                        "--ours_output=" + steps_output], "Hugging Face's training steps"))
     if os.path.exists(os.path.join(args.conll_dir, "train.txt")):
       result.update(check_tagger(args, checkpoint_dir, scratch))
+      result.update(check_multi_label(args, checkpoint_dir, scratch))
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
   print("In:  %d of %d MRPC dev pairs tokenized to the same ids by both sides; largest "
@@ -421,6 +501,15 @@ def main():
               result["tagger_same_words"], result["tagger_words"],
               result["tagger_same_sentences"], result["tagger_sentences"],
               result["tagger_skipped"], SEQ))
+  if "multi_label_texts" in result:
+    print("Multi-label out: transformers loads the exported BertForSequenceClassification "
+          "with %s, problem_type %s, labels %s; on %d CoNLL-2003 dev sentences its "
+          "probabilities differ from ours by at most %.2g, and %d choose the same labels "
+          "(at 0.5)" % (
+              "no missing or unexpected weights" if not result["multi_label_load_report"]
+              else result["multi_label_load_report"], result["multi_label_problem_type"],
+              ",".join(result["multi_label_labels"]), result["multi_label_texts"],
+              result["multi_label_max_diff"], result["multi_label_same_choices"]))
   common.write_text(args.output, json.dumps(result, indent=2) + "\n")
 
 

@@ -12,11 +12,16 @@ Signatures:
     outputs.
   * `tokenize`: the text inputs in, the three feature tensors
     [batch, max_seq_length] int32 out.
+A multi-label classifier (tasks/multi_label.py) returns `probabilities` (a
+sigmoid per label) and `labels`: the labels whose probability reaches the
+run's threshold, joined by its separator ("" for none).
 A model trained on windows of long texts (run_classifier.py --window_stride)
 is exported with its windows: the graph cuts each text as training did
 (serving/packing.pack_windows), the features are [batch, windows,
 max_seq_length] and the outputs combine the windows' logits.
 """
+
+import dataclasses
 
 import tensorflow as tf
 
@@ -26,14 +31,22 @@ from serving import export
 from serving import packing
 
 
+@dataclasses.dataclass(frozen=True)
+class MultiLabel(object):
+  """How a multi-label classifier's export chooses and joins labels."""
+  threshold: float = 0.5
+  separator: str = ";"
+
+
 class ClassifierServer(export.Server):
   """What the SavedModel holds: the model, the tokenizer and the labels."""
 
   def __init__(self, model, tokenizer, max_seq_length, label_list, is_regression=False,
-               limits=None, windows=None):
+               limits=None, windows=None, multi_label=None):
     super().__init__(model, tokenizer, name="classifier_server", limits=limits)
     self.max_seq_length = max_seq_length
-    object.__setattr__(self, "windows", windows)  # A plain value, not saved state.
+    object.__setattr__(self, "windows", windows)  # Plain values, not saved state.
+    object.__setattr__(self, "multi_label", multi_label)
     self.is_regression = is_regression
     self.labels = tf.constant([str(l) for l in label_list])
 
@@ -59,6 +72,13 @@ class ClassifierServer(export.Server):
     logits = tf.cast(export.run_model(self.model, features)["logits"], tf.float32)
     if self.is_regression:
       return {"score": tf.reshape(logits, [-1])}
+    if self.multi_label:
+      probabilities = tf.sigmoid(logits)
+      chosen = tf.ragged.boolean_mask(tf.broadcast_to(self.labels, tf.shape(probabilities)),
+                                      probabilities >= self.multi_label.threshold)
+      return {"probabilities": probabilities,
+              "labels": tf.strings.reduce_join(chosen, axis=-1,
+                                               separator=self.multi_label.separator)}
     probabilities = tf.nn.softmax(logits, axis=-1)
     return {"probabilities": probabilities,
             "label": tf.gather(self.labels, tf.argmax(probabilities, axis=-1))}
@@ -93,7 +113,7 @@ def classifier_signatures(server, sentence_pair=True):
 
 def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_length,
                       label_list, is_regression=False, sentence_pair=True,
-                      precision="float32", limits=None, windows=None):
+                      precision="float32", limits=None, windows=None, multi_label=None):
   """Writes the classifier's SavedModel (see the module docstring; `precision`:
   export.in_precision; `limits`: export.RequestLimits; `windows`: the
   WindowSettings a modeling.BertWindowClassifier was trained with); returns
@@ -102,8 +122,10 @@ def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_leng
     build = lambda: modeling.BertWindowClassifier(model.config, model.num_labels,
                                                   pooling=model.pooling)
   else:
-    build = lambda: modeling.BertClassifier(model.config, num_labels=model.num_labels)
+    build = lambda: modeling.BertClassifier(
+        model.config, num_labels=model.num_labels, problem=model.classifier.problem)
   model = export.in_precision(model, precision, build)
   server = ClassifierServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
-                            max_seq_length, label_list, is_regression, limits, windows)
+                            max_seq_length, label_list, is_regression, limits, windows,
+                            multi_label)
   return export.save(server, export_dir, classifier_signatures(server, sentence_pair))

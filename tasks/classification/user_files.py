@@ -201,17 +201,28 @@ def _label_order(values):
   return sorted(values)
 
 
-def discover_labels(path, columns, flag="--train_file"):
-  """The training file's distinct labels, in order (see the module doc)."""
+def split_labels(value, separator):
+  """A multi-label field's labels: `value` cut at `separator`, each
+  stripped, empty ones dropped (a text may have none)."""
+  return tuple(label.strip() for label in value.split(separator) if label.strip())
+
+
+def discover_labels(path, columns, flag="--train_file", separator=None):
+  """The training file's distinct labels, in order (see the module doc);
+  with `separator`, each field holds any number of them."""
   table = _Table(path, flag, columns)
   label = _label_column(table, columns, flag, required=True)
   values = {table.value(n, row, label, "label").strip() for n, row in table.rows}
-  if not values:
+  if not table.rows:
     raise UserError("%s=%s has no rows." % (flag, path))
+  if separator:
+    values = {one for value in values for one in split_labels(value, separator)}
+    if not values:
+      raise UserError("%s=%s: no row has a label." % (flag, path))
   return _label_order(values)
 
 
-def labels_for(paths, columns, label_names, output_dir, regression=False):
+def labels_for(paths, columns, label_names, output_dir, regression=False, separator=None):
   """The label list of a run: --label_names, else the labels.txt of an
   earlier run in `output_dir`, else the training file's labels."""
   if regression:
@@ -231,20 +242,22 @@ def labels_for(paths, columns, label_names, output_dir, regression=False):
   if not paths.get("train"):
     raise UserError("No labels: --output_dir has no %s of an earlier run; give --train_file "
                     "(its labels) or --label_names." % files.LABELS_FILE)
-  return discover_labels(paths["train"], columns)
+  return discover_labels(paths["train"], columns, separator=separator)
 
 
 class UserFilesProcessor(DataProcessor):
   """The DataProcessor of a task from the user's files. `paths`: split ->
-  path (or None); `labels`: the label list (ignored with `regression`)."""
+  path (or None); `labels`: the label list (ignored with `regression`);
+  `separator`: a multi-label task's, between a text's labels (its examples'
+  labels are then tuples)."""
 
   names = ("user_files",)
   submission_name = "test_predictions"
 
   _FLAGS = {"train": "--train_file", "dev": "--dev_file", "test": "--test_file"}
 
-  def __init__(self, paths, columns, labels=(), regression=False):
-    self.paths, self.columns = paths, columns
+  def __init__(self, paths, columns, labels=(), regression=False, separator=None):
+    self.paths, self.columns, self.separator = paths, columns, separator
     self.is_regression = regression
     self.labels = (None,) if regression else tuple(labels)
     self.metrics = ("f1",) if len(self.labels) == 2 else ()
@@ -270,13 +283,19 @@ class UserFilesProcessor(DataProcessor):
         value = table.value(number, row, label_column, "label").strip()
         if self.is_regression:
           label = _number(value, source)
+        elif self.separator:
+          label = split_labels(value, self.separator)
+          unseen = [one for one in label if one not in self.labels]
+          if unseen:
+            raise UserError("%s: the label %r is not one of the training labels (%s)." % (
+                source, unseen[0], ", ".join(self.labels)))
         elif value not in self.labels:
           raise UserError("%s: the label %r is not one of the training labels (%s)." % (
               source, value, ", ".join(self.labels)))
         else:
           label = value
       if split == "test":
-        label = 0.0 if self.is_regression else self.labels[0]
+        label = 0.0 if self.is_regression else () if self.separator else self.labels[0]
       examples.append(InputExample(
           guid="%s-%d" % (split, i), text_a=table.value(number, row, a, "text"),
           text_b=None if b is None else table.value(number, row, b, "text_b"),

@@ -1,6 +1,6 @@
 """Where a served request's time goes, op type by op type.
 
-  python -m bench.profile_serving [--size=base] [--export_dir=DIR] [--requests=150]
+  python -m bench.profile_serving [--size=base] [--export_dir=DIR] [--requests=150] [--ort]
                                   [--traced=30]
 
 Loads a classifier export in a TensorFlow 1 session, as TF Serving loads a
@@ -10,6 +10,12 @@ one), sends the first --requests SST-2 dev sentences one at a time for the
 p50, then traces --traced of them in full and prints each op type's time per
 request and count. Run it as TF Serving should run (docs/serving.md:
 TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1, which this sets unless told otherwise).
+With --ort (and the ort environment: python -m bench.environments
+--peers=ort), the same weights also go through ONNX Runtime as
+bench_serving_dev.py builds it, profiled by ORT's own profiler on the same
+requests: its time per op type too, and each side's time in matrix products
+(ours: the oneDNN products and attention's batched ones; ORT's: MatMul,
+Gemm and its fused Attention, which holds the query/key/value product).
 Not a contest: the rows of bench_serving_dev.py are.
 """
 
@@ -28,16 +34,28 @@ from bench import common
 MAX_SEQ_LENGTH = 128
 
 
-def make_export(size, export_dir):
-  """A random-weight single-sentence classifier export of `size`."""
+def is_product(op):
+  """Whether an op type multiplies matrices: TensorFlow's (oneDNN) MatMul
+  kinds, ORT's MatMul, Gemm and fused Attention."""
+  return "MatMul" in op or "Gemm" in op or op == "Attention"
+
+
+def make_export(size, export_dir, hf_dir=None):
+  """A random-weight single-sentence classifier export of `size` (and its
+  weights as a Hugging Face directory in `hf_dir`)."""
   code = ("from plumbing import startup\n"
+          "import argparse\n"
           "import modeling\n"
-          "from bench import bench_model\n"
+          "from bench import bench_model, bench_serving_dev\n"
           "from serving import classifier\n"
           "config = modeling.BertConfig.from_dict(bench_model.config_dict(%r))\n"
-          "classifier.export_classifier(modeling.BertClassifier(config, num_labels=2), %r, %r,"
-          " True, %d, ['0', '1'], sentence_pair=False)\n" % (
-              size, export_dir, common.VOCAB, MAX_SEQ_LENGTH))
+          "model = modeling.BertClassifier(config, num_labels=2)\n"
+          "classifier.export_classifier(model, %r, %r, True, %d, ['0', '1'],"
+          " sentence_pair=False)\n"
+          "if %r:\n"
+          "  bench_serving_dev.write_hf_directory(argparse.Namespace(vocab_file=%r), model,"
+          " config, %r)\n" % (size, export_dir, common.VOCAB, MAX_SEQ_LENGTH, hf_dir,
+                              common.VOCAB, hf_dir))
   subprocess.run([sys.executable, "-c", code], check=True, cwd=common.REPO_ROOT,
                  env=common.worker_env(), capture_output=True)
 
@@ -85,6 +103,65 @@ def profile(export_dir, texts, traced):
       op: (micros[op] / traced / 1000, counts[op] / traced) for op in micros}
 
 
+def profile_ort(onnx_file, texts, traced):
+  """(p50 ms, {op type: (ms per request, ops per request)}) of ORT's session
+  on the same requests, from its profiler. Runs in the ort environment."""
+  import json  # pylint: disable=g-import-not-at-top
+  import onnxruntime  # pylint: disable=g-import-not-at-top
+  from bench import bench_serving_dev  # pylint: disable=g-import-not-at-top
+  tokenizer = bench_serving_dev.fast_tokenizer(common.VOCAB)
+
+  def session_of(profiling):
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count()
+    options.enable_profiling = profiling
+    options.profile_file_prefix = os.path.join(os.path.dirname(onnx_file), "ort_profile")
+    return onnxruntime.InferenceSession(onnx_file, options, providers=["CPUExecutionProvider"])
+
+  def feed(text):
+    inputs = bench_serving_dev.encode(tokenizer, [text], [""], "np")
+    return {name: inputs[name] for name in bench_serving_dev.ONNX_INPUTS}
+  session = session_of(False)
+  for text in texts[:10]:
+    session.run(None, feed(text))
+  seconds = []
+  for text in texts:
+    start = time.perf_counter()
+    session.run(None, feed(text))
+    seconds.append(time.perf_counter() - start)
+  session = session_of(True)
+  for text in texts[:10]:
+    session.run(None, feed(text))
+  micros, counts = collections.Counter(), collections.Counter()
+  for text in texts[:traced]:
+    session.run(None, feed(text))
+  profile_file = session.end_profiling()
+  with open(profile_file, encoding="utf-8") as f:
+    events = json.load(f)
+  os.remove(profile_file)
+  # Each run is a "model_run" span; the traced ones are the last `traced`.
+  runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "model_run")
+  start = runs[-traced][0]
+  for event in events:
+    if (event.get("cat") == "Node" and event["name"].endswith("_kernel_time") and
+        event["ts"] >= start):
+      micros[event["args"]["op_name"]] += event["dur"]
+      counts[event["args"]["op_name"]] += 1
+  seconds.sort()
+  common.report_result({"p50": 1000 * seconds[len(seconds) // 2], "ops": {
+      op: (micros[op] / traced / 1000, counts[op] / traced) for op in micros}})
+
+
+def table(title, p50, ops, top):
+  total = sum(ms for ms, _ in ops.values())
+  products = sum(ms for op, (ms, _) in ops.items() if is_product(op))
+  print("\n%s: p50 %.2f ms; traced op time %.2f ms a request, of which matrix products "
+        "%.2f ms" % (title, p50, total, products))
+  print("| op type | ms a request | share | ops a request |\n|---|---:|---:|---:|")
+  for op, (ms, count) in sorted(ops.items(), key=lambda item: -item[1][0])[:top]:
+    print("| %s | %.3f | %.1f%% | %.0f |" % (op, ms, 100 * ms / total, count))
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--size", default="base")
@@ -93,28 +170,53 @@ def main():
   parser.add_argument("--traced", type=int, default=30)
   parser.add_argument("--top", type=int, default=25)
   parser.add_argument("--glue_dir", default=os.path.join(common.SHARED_DATA, "glue"))
+  parser.add_argument("--ort", action="store_true",
+                      help="Profile ONNX Runtime on the same weights too.")
+  parser.add_argument("--ort_worker", help=argparse.SUPPRESS)  # Its optimized ONNX file.
   args = parser.parse_args()
+  texts = sentences(args.glue_dir, args.requests)
+  traced = min(args.traced, args.requests)
+  if args.ort_worker:
+    return profile_ort(args.ort_worker, texts, traced)
   os.environ.setdefault("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", "1")
-  scratch = None
-  export_dir = args.export_dir
-  if not export_dir:
-    scratch = tempfile.mkdtemp(prefix="profile_serving_")
-    export_dir = os.path.join(scratch, "export")
-    make_export(args.size, export_dir)
+  scratch = tempfile.mkdtemp(prefix="profile_serving_")
   try:
-    p50, ops = profile(export_dir, sentences(args.glue_dir, args.requests),
-                       min(args.traced, args.requests))
+    # With --ort, both sides run the weights made here.
+    export_dir = args.export_dir if args.export_dir and not args.ort else os.path.join(
+        scratch, "export")
+    hf_dir = os.path.join(scratch, "hf") if args.ort else None
+    if export_dir != args.export_dir:
+      make_export(args.size, export_dir, hf_dir)
+    p50, ops = profile(export_dir, texts, traced)
+    ort = ort_profile(args, scratch, hf_dir) if hf_dir else None
   finally:
-    if scratch:
-      shutil.rmtree(scratch, ignore_errors=True)
-  total = sum(ms for ms, _ in ops.values())
+    shutil.rmtree(scratch, ignore_errors=True)
   machine = common.machine()
-  print("%s (%s), %d cores; p50 %.2f ms over %d requests; traced op time %.2f ms a "
-        "request" % (machine["cpu"], ", ".join(machine["cpu_flags"]), machine["cores"], p50,
-                     args.requests, total))
-  print("| op type | ms a request | share | ops a request |\n|---|---:|---:|---:|")
-  for op, (ms, count) in sorted(ops.items(), key=lambda item: -item[1][0])[:args.top]:
-    print("| %s | %.3f | %.1f%% | %.0f |" % (op, ms, 100 * ms / total, count))
+  print("%s (%s), %d cores; %d SST-2 dev requests one at a time, %d traced" % (
+      machine["cpu"], ", ".join(machine["cpu_flags"]), machine["cores"], args.requests,
+      traced))
+  table("ours (TensorFlow 1 session, as TF Serving)", p50, ops, args.top)
+  if ort:
+    table("ONNX Runtime (its profiler)", ort["p50"], ort["ops"], args.top)
+
+
+def ort_profile(args, scratch, hf_dir):
+  """ORT's figures on the weights in `hf_dir`: built as bench_serving_dev
+  builds its graph, profiled in the ort environment; None without it."""
+  from bench import environments  # pylint: disable=g-import-not-at-top
+  if not environments.installed("ort"):
+    print("ort: skipped (no ort environment: python -m bench.environments --peers=ort)")
+    return None
+  onnx_file = os.path.join(scratch, "ort", "model.onnx")
+  os.makedirs(os.path.dirname(onnx_file))
+  python = environments.python_of("ort")
+  if not common.run_worker([python, "-m", "bench.bench_serving_dev", "--export_onnx=" + onnx_file,
+                            "--model=" + hf_dir, "--vocab_file=" + common.VOCAB],
+                           "ort's ONNX export"):
+    return None
+  return common.run_worker([python, "-m", "bench.profile_serving", "--ort_worker=" + onnx_file,
+                            "--requests=%d" % args.requests, "--traced=%d" % args.traced,
+                            "--glue_dir=" + args.glue_dir], "ort's profile")
 
 
 if __name__ == "__main__":

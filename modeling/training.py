@@ -42,7 +42,6 @@ loading from modeling/checkpoints/loading.py.
 import contextlib
 import dataclasses
 import os
-import shutil
 import time
 from typing import Optional
 
@@ -200,8 +199,9 @@ def _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
   with stop_request.watch(lambda signum: stop_requested.assign(True)):
     result = _train_until(run, run_steps, start_step, end_step, evaluate_every)
   run.writer.flush()
-  if ckpt_dir != settings.output_dir:
-    shutil.rmtree(ckpt_dir, ignore_errors=True)
+  if ckpt_dir != settings.output_dir and tf.io.gfile.exists(ckpt_dir):
+    # A non-chief worker's scratch copy, wherever it is (gs:// too).
+    tf.io.gfile.rmtree(ckpt_dir)
   return result
 
 

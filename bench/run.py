@@ -234,10 +234,17 @@ def readme_summary(results):
   m = results["machine"]
   peers = [p for p in PEER_NAMES if any(p in b["values"] for b in results["benchmarks"])]
   flags = ", ".join(m.get("cpu_flags") or [])
-  lines = ["One `make bench%s` run on %s: %s%s, %d cores, %d round%s. How many times "
+  # The arguments that made the run: --quick, and --rounds where it is not
+  # that size's default.
+  args = ["--quick"] if results.get("quick") else []
+  if results["rounds"] != (QUICK if results.get("quick") else FULL)["rounds"]:
+    args.append("--rounds=%d" % results["rounds"])
+  lines = ["One `make bench%s%s` run on %s: %s%s, %d cores, %d round%s. How many times "
            "better ours is than each peer (above 1: faster, or less memory), the range "
            "over rounds in brackets:" % (
-               " BENCH_ARGS=--quick" if results.get("quick") else "", results["date"], m["cpu"],
+               " BERT_ORIGINAL_DIR=..." if "original" in peers else "",
+               " BENCH_ARGS=%s" % (args[0] if len(args) == 1 else '"%s"' % " ".join(args))
+               if args else "", results["date"], m["cpu"],
                " (%s)" % flags if flags else "", m["cores"], results["rounds"],
                "" if results["rounds"] == 1 else "s"), "",
            "| row | " + " | ".join("vs " + PEER_NAMES[p] for p in peers) + " |",

@@ -67,10 +67,16 @@ def test_readme_summary_from_a_results_file():
                   "higher_is_better": True,
                   "values": {"original": [10.0, 12.0], "ours": [20.0, 18.0]}}]}
   lines = run.readme_summary(results).splitlines()
-  assert lines[0].startswith("One `make bench` run on 2026-12-05: Some CPU, 2 cores, 2 rounds.")
+  assert lines[0].startswith(
+      "One `make bench BERT_ORIGINAL_DIR=...` run on 2026-12-05: Some CPU, 2 cores, 2 rounds.")
   results.update(quick=True, machine={"cpu": "Some CPU", "cores": 2, "cpu_flags": ["avx2"]})
   assert run.readme_summary(results).startswith(
-      "One `make bench BENCH_ARGS=--quick` run on 2026-12-05: Some CPU (avx2), 2 cores, 2 rounds.")
+      "One `make bench BERT_ORIGINAL_DIR=... BENCH_ARGS=\"--quick --rounds=2\"` run on "
+      "2026-12-05: Some CPU (avx2), 2 cores, 2 rounds.")
+  results.update(rounds=1)
+  assert run.readme_summary(results).startswith(
+      "One `make bench BERT_ORIGINAL_DIR=... BENCH_ARGS=--quick` run on 2026-12-05: "
+      "Some CPU (avx2), 2 cores, 1 round.")
   assert lines[2:] == ["| row | vs original |", "|---|---:|",
                        "| Tokenization, one thread, English / mixed | 40.0x / 15.0x |",
                        # Medians 19 / 11 = 1.73x; rounds 2.00x and 1.50x.

@@ -36,6 +36,7 @@ FLAGS = flags.FLAGS
 # The original's flags, names and defaults unchanged (the TPU ones and the
 # tokenizer's come from run_flags.py).
 run_flags.define_tokenizer_flags()
+run_flags.define_weights_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None, "One text, or a pair `A ||| B`, per line.")
 flags.DEFINE_string("output_file", None, "Where to write the vectors (see --output_format).")
@@ -58,7 +59,7 @@ flags.DEFINE_bool("use_one_hot_embeddings", False,
 # Additions.
 flags.DEFINE_enum("output_format", "json", list(feature_extraction.OUTPUT_FORMATS),
                   "json: the original's JSON lines; npz or tfrecord: the float32 "
-                  "numbers (about 10x smaller and exact).")
+                  "numbers themselves (4 bytes each, exact).")
 flags.DEFINE_enum("pooling", "none", list(feature_extraction.POOLINGS),
                   "One vector per line and layer: the [CLS] token's (cls) or the "
                   "mean over the line's tokens, [CLS] and [SEP] included (mean).")
@@ -106,7 +107,7 @@ def main(_):
   num_lines = feature_extraction.check_input(FLAGS.input_file)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertModel(config)
-  training.load_weights(model, FLAGS.init_checkpoint, deferred)
+  training.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
 
   pending = collections.deque()
   spec = tf.TensorSpec([FLAGS.max_seq_length], tf.int32)

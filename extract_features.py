@@ -36,7 +36,6 @@ FLAGS = flags.FLAGS
 # The original's flags, names and defaults unchanged (the TPU ones and the
 # tokenizer's come from run_flags.py).
 run_flags.define_tokenizer_flags()
-run_flags.define_weights_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None, "One text, or a pair `A ||| B`, per line.")
 flags.DEFINE_string("output_file", None, "Where to write the vectors (see --output_format).")
@@ -107,7 +106,7 @@ def main(_):
   num_lines = feature_extraction.check_input(FLAGS.input_file)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertModel(config)
-  training.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
+  training.load_weights(model, FLAGS.init_checkpoint, deferred)
 
   pending = collections.deque()
   spec = tf.TensorSpec([FLAGS.max_seq_length], tf.int32)

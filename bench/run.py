@@ -368,7 +368,7 @@ def main():
   parser.add_argument("--original_dir", default=os.environ.get("BERT_ORIGINAL_DIR"),
                       help="A checkout of google-research/bert.")
   parser.add_argument("--vocab_file", default=common.VOCAB)
-  parser.add_argument("--quick", action="store_true", help="A subset, in under 10 minutes.")
+  parser.add_argument("--quick", action="store_true", help="A smaller subset (bench/README.md).")
   parser.add_argument("--rounds", type=int, default=None,
                       help="Interleaved rounds (default 2, or 1 with --quick).")
   parser.add_argument("--peers", default=",".join(PEERS))

@@ -15,6 +15,7 @@ from absl import flags
 from absl import logging
 from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
 
+from modeling.checkpoints import best
 from modeling.checkpoints import convert
 from modeling.checkpoints import huggingface
 from plumbing import cli
@@ -46,6 +47,7 @@ flags.DEFINE_list("label_names", None,
                   "With --output_format=huggingface: the classifier's label names, in "
                   "order (config.json's id2label). Default: the labels.txt of the "
                   "fine-tuning run's directory, else LABEL_0, LABEL_1, ...")
+flags.DEFINE_string("weights", None, best.WEIGHTS_HELP)
 
 
 def main(_):
@@ -56,7 +58,8 @@ def main(_):
       FLAGS.input_checkpoint, FLAGS.output_checkpoint, FLAGS.output_format,
       bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file,
       do_lower_case=FLAGS.do_lower_case if given_casing else None,
-      hf_architecture=FLAGS.hf_architecture, label_names=FLAGS.label_names)
+      hf_architecture=FLAGS.hf_architecture, label_names=FLAGS.label_names,
+      weights=FLAGS.weights)
 
 
 def cli_main():

@@ -33,6 +33,7 @@ from tasks import fill_mask
 FLAGS = flags.FLAGS
 
 run_flags.define_tokenizer_flags()
+run_flags.define_weights_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None, "One text with [MASK]s per line.")
 flags.DEFINE_string("output_file", None, "Where to write the JSON lines.")
@@ -71,7 +72,7 @@ def main(_):
   _check_head(FLAGS.init_checkpoint)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = bert_model.BertWithHeads(bert_model.BertModel(config), [heads.MaskedLMHead(config)])
-  training.load_weights(model, FLAGS.init_checkpoint, deferred)
+  training.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
   records = tf.data.Dataset.from_tensor_slices(fill_mask.padded(features, FLAGS.max_seq_length))
   ids, probabilities = fill_mask.masked_lm_top_k(
       strategy, model, records, len(features), batch_size, FLAGS.top_k,

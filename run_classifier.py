@@ -98,6 +98,12 @@ flags.DEFINE_string("tfds_manual_dir", None,
                     "holding the dataset's source files, already downloaded (the error "
                     "message names them).")
 
+# What decides a run's result (plumbing/run_settings.py), besides the shared ones.
+SETTINGS = run_flags.TRAINING_SETTINGS + (
+    "task_name", "data_dir", "xnli_language", "train_file", "text_a_column", "text_b_column",
+    "label_column", "label_names", "regression", "window_stride", "max_windows",
+    "window_pooling", "eval_every_steps", "early_stopping_patience")
+
 
 def _processor():
   """The named task's processor, or one of the user's files."""
@@ -120,7 +126,10 @@ def _processor():
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  processor = _processor()  # First: a mistake in a data file shows before any work.
+  # First: a changed run does not continue another; an earlier run's labels
+  # are read only when it continues.
+  run_flags.check_run_settings(FLAGS, SETTINGS)
+  processor = _processor()  # Then a mistake in a data file shows before any work.
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   if not processor.is_regression:
     files.write_labels(FLAGS.output_dir, processor.get_labels())

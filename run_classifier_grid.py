@@ -45,7 +45,7 @@ flags.DEFINE_integer("grid_restarts", 1,
 
 # What the grid sets for each run; the rest of the command line is passed on.
 _PER_RUN = {"train_batch_size", "learning_rate", "num_train_epochs", "seed", "output_dir",
-            "do_train", "do_eval", "export_dir", "flagfile"}
+            "do_train", "do_eval", "export_dir", "flagfile", "start_over"}
 
 
 def _values(name, kind):

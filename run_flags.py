@@ -12,6 +12,7 @@ hand the library plain values: a strategy, a config, a tokenizer,
 `modeling.training.TrainingSettings`.
 """
 
+import json
 import os
 
 from absl import flags
@@ -21,9 +22,11 @@ import keras
 from data_prep import casing
 from data_prep import tokenization
 from modeling import config as config_lib
+from modeling.checkpoints import best as best_weights
 from modeling import training
 from plumbing.errors import UserError
 from plumbing import files
+from plumbing import run_settings
 from tasks import driver
 from tasks.classification import user_files
 
@@ -133,6 +136,18 @@ def define_training_flags():
                        "How many of the latest checkpoints to keep (0: all, e.g. "
                        "to fine-tune from several points of one pre-training run).",
                        lower_bound=0)
+  define_weights_flag()
+  flags.DEFINE_bool("start_over", False,
+                    "With --do_train: move the run already in --output_dir (checkpoints, "
+                    "results, records) into <output_dir>/previous_runs/<date-time>/ and "
+                    "train afresh. Without it, training resumes from the checkpoints "
+                    "there, and stops in one line if its settings differ from those the "
+                    "run recorded (run_settings.json).")
+
+
+def define_weights_flag():
+  """--weights: which of a training run's checkpoints a command reads."""
+  flags.DEFINE_string("weights", None, best_weights.WEIGHTS_HELP)
 
 
 def define_tokenizer_flags():
@@ -218,6 +233,61 @@ def user_files_processor(flag_values, regression=False, separator=None):
   labels = user_files.labels_for(paths, columns, f.label_names, f.output_dir, regression,
                                  separator)
   return user_files.UserFilesProcessor(paths, columns, labels, regression, separator)
+
+
+# The flags of every training script that decide what a run computes
+# (plumbing/run_settings.py); each script adds its own. Hardware and
+# bookkeeping flags (strategy, devices, XLA, checkpoint frequency and count,
+# eval and predict batch sizes, precision) are not settings: a run may resume
+# on other machines.
+TRAINING_SETTINGS = (
+    "bert_config_file", "init_checkpoint", "vocab_file", "do_lower_case", "max_seq_length",
+    "train_batch_size", "learning_rate", "num_train_epochs", "num_train_steps",
+    "warmup_proportion", "num_warmup_steps", "optimizer", "weight_decay_rate",
+    "adam_bias_correction", "adam_epsilon", "decay_after_warmup", "clip_dense_norm",
+    "head_initializer", "seed", "train_shuffle_buffer", "group_by_length")
+# Settings recorded as files (path and size) or paths, and those a run may
+# raise to go on.
+_FILE_SETTINGS = ("bert_config_file", "vocab_file", "input_file", "data_dir", "train_file")
+_PATH_SETTINGS = ("init_checkpoint",)
+_GROWING_SETTINGS = ("num_train_epochs", "num_train_steps")
+
+
+def check_run_settings(flag_values, names):
+  """With --do_train, before any work: the settings the flags `names` give
+  (TRAINING_SETTINGS plus the script's own; those the script does not
+  define are left out) against those of a run already in --output_dir,
+  which --start_over moves aside; then recorded. The casing is resolved
+  first, as the run will tokenize. Other workers than the chief of a
+  cluster leave this to it."""
+  f = flag_values
+  if not f.do_train or not _is_chief_worker():
+    return
+  if "do_lower_case" in f:
+    resolve_casing(f, f.output_dir)
+  settings = {}
+  for name in names:
+    if name in f:
+      value = f[name].value
+      if name in _FILE_SETTINGS:
+        value = run_settings.file_setting(value)
+      elif name in _PATH_SETTINGS:
+        value = run_settings.path_setting(value)
+      settings[name] = value
+  run_settings.check(f.output_dir, settings, growing=_GROWING_SETTINGS,
+                     start_over=f.start_over)
+
+
+def _is_chief_worker():
+  """False for the workers of a TF_CONFIG cluster other than its chief (the
+  "chief" task, else worker 0), which write no run files of their own."""
+  config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+  task = config.get("task") or {}
+  if not task:
+    return True
+  if "chief" in (config.get("cluster") or {}):
+    return task.get("type") == "chief"
+  return task.get("type") == "worker" and int(task.get("index", 0)) == 0
 
 
 def create_strategy(flag_values):
@@ -370,7 +440,7 @@ def driver_settings(flag_values, pad_by_default=False):
       train_shuffle_buffer=f.train_shuffle_buffer,
       eval_every_steps=_value(f, "eval_every_steps", 0),
       early_stopping_patience=_value(f, "early_stopping_patience", 0),
-      head_initializer=f.head_initializer)
+      head_initializer=f.head_initializer, weights=f.weights)
 
 
 def export_settings(flag_values):

@@ -71,11 +71,20 @@ flags.DEFINE_bool("eval_one_pass", False,
                   "Evaluate every record once instead of --max_eval_steps batches "
                   "of a repeated input.")
 
+# What decides a run's result (plumbing/run_settings.py), besides the shared
+# ones; the vocabulary and masking flags count only with --dynamic_masking.
+_SETTINGS = ("input_file", "max_predictions_per_seq", "pretraining_objective",
+             "dynamic_masking")
+_MASKING_SETTINGS = ("vocab_file", "masked_lm_prob", "do_whole_word_mask")
+
 
 def main(_):
   logging.set_verbosity(logging.INFO)
   if not FLAGS.do_train and not FLAGS.do_eval:
     raise UserError("At least one of `do_train` or `do_eval` must be True.")
+  shared = [n for n in run_flags.TRAINING_SETTINGS if n not in _MASKING_SETTINGS]
+  masking = list(_MASKING_SETTINGS) if FLAGS.dynamic_masking else []
+  run_flags.check_run_settings(FLAGS, shared + list(_SETTINGS) + masking)
   strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
   config = run_flags.load_config(FLAGS)
   input_files = text_io.expand_globs(FLAGS.input_file)
@@ -101,10 +110,10 @@ def main(_):
                           settings, deferred=deferred).step
   elif FLAGS.do_eval:
     latest = tf.train.latest_checkpoint(FLAGS.output_dir)
-    if not latest and not FLAGS.init_checkpoint:
+    if not latest and not FLAGS.init_checkpoint and not FLAGS.weights:
       raise UserError("--do_eval needs a checkpoint in --output_dir or --init_checkpoint.")
     step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
-                                       deferred)
+                                       deferred, FLAGS.weights)
 
   if FLAGS.do_eval:
     dataset = pretraining_dataset.pretraining_dataset(

@@ -76,6 +76,11 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
                    "null.")
 
 
+# What decides a run's result (plumbing/run_settings.py), besides the shared ones.
+SETTINGS = run_flags.TRAINING_SETTINGS + (
+    "train_file", "doc_stride", "max_query_length", "version_2_with_negative")
+
+
 def validate_flags(flag_values):
   """The original's checks of the flags (its case check comes first, in
   run_flags.set_up_fine_tuning)."""
@@ -94,6 +99,7 @@ def validate_flags(flag_values):
 
 def main(_):
   logging.set_verbosity(logging.INFO)
+  run_flags.check_run_settings(FLAGS, SETTINGS)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, validate_flags)
   settings = squad_task.SquadSettings(**{
       field.name: getattr(FLAGS, field.name)

@@ -51,6 +51,35 @@ def file_size(path):
   return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
 
 
+def read_text(path):
+  """The whole of a UTF-8 text file."""
+  with (_gfile().GFile(path) if is_remote(path) else open(path, encoding="utf-8")) as f:
+    return f.read()
+
+
+def list_directory(path):
+  """The names of the entries of a directory."""
+  return _gfile().listdir(path) if is_remote(path) else os.listdir(path)
+
+
+def move(source, target):
+  """Moves a file or directory to `target` (not there yet); remote
+  directories file by file, as object stores rename objects, not folders."""
+  if not is_remote(source):
+    shutil.move(source, target)
+    return
+  gfile = _gfile()
+  if not gfile.isdir(source):
+    gfile.rename(source, target)
+    return
+  for directory, _, names in gfile.walk(source):
+    inside = os.path.join(target, os.path.relpath(directory, source))
+    gfile.makedirs(inside)
+    for name in names:
+      gfile.rename(os.path.join(directory, name), os.path.join(inside, name))
+  gfile.rmtree(source)
+
+
 def remove(path):
   """Removes a file if it is there."""
   if is_remote(path):
@@ -207,8 +236,7 @@ def read_labels(directory):
   path = os.path.join(directory, LABELS_FILE)
   if not exists(path):
     return None
-  with (_gfile().GFile(path) if is_remote(path) else open(path, encoding="utf-8")) as f:
-    return [line.rstrip("\r\n") for line in f if line.strip()]
+  return [line.rstrip("\r") for line in read_text(path).split("\n") if line.strip()]
 
 
 # A multi-label run's --output_dir says so here (transformers' problem_type),
@@ -225,5 +253,4 @@ def read_problem(directory):
   path = os.path.join(directory, PROBLEM_FILE)
   if not exists(path):
     return None
-  with (_gfile().GFile(path) if is_remote(path) else open(path, encoding="utf-8")) as f:
-    return f.read().strip() or None
+  return read_text(path).strip() or None

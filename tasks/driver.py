@@ -15,7 +15,6 @@ them from the flags).
 """
 
 import dataclasses
-import json
 import os
 from typing import Optional
 
@@ -24,6 +23,7 @@ import tensorflow as tf
 
 import modeling
 from modeling import checkpoints
+from modeling.checkpoints import best as best_weights
 from modeling import losses
 from modeling import training
 from plumbing.errors import UserError
@@ -41,7 +41,8 @@ class Settings(object):
   which come from the training examples, `num_train_epochs` and
   `warmup_proportion` (rounded down, as the original). `trim_to_multiple`:
   None runs every batch at the records' length, else the multiple each
-  batch's length is rounded up to.
+  batch's length is rounded up to. `weights`: which of the run's weights
+  evaluation, prediction and export read (checkpoints.best.choose).
   """
   output_dir: str
   training: training.TrainingSettings
@@ -61,6 +62,7 @@ class Settings(object):
   eval_every_steps: int = 0
   early_stopping_patience: int = 0
   head_initializer: str = "truncated_normal"
+  weights: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,6 +201,16 @@ class _Run(object):
         counts=counts, evaluate_every=evaluate_every, deferred=deferred).step
 
 
+def _weights_after_training(model, output_dir, weights):
+  """What evaluation, prediction and export read after training: the
+  weights checkpoints.best.choose picks; the model holds the latest already.
+  Returns their step."""
+  choice = best_weights.choose(output_dir, weights)
+  if choice.prefix != tf.train.latest_checkpoint(output_dir):
+    checkpoints.load_checkpoint(model, choice.prefix)
+  return choice.step
+
+
 def run(task, settings, strategy, config):
   """Trains, evaluates, predicts and exports, as `settings` ask."""
   s = settings
@@ -211,16 +223,18 @@ def run(task, settings, strategy, config):
     if not (s.do_train and s.do_eval):
       raise UserError("--eval_every_steps needs --do_train and --do_eval: it evaluates on "
                       "the dev set while training.")
-    best = BestModel(model, s.output_dir, task.best_metric, s.early_stopping_patience)
+    best = best_weights.BestModel(model, s.output_dir, task.best_metric,
+                                  s.early_stopping_patience)
   if s.do_train and best and best.stopped_at:
     logging.info("This run stopped early at step %d before.", best.stopped_at)
-    step = training.load_for_inference(model, s.output_dir, deferred=deferred)
+    step = training.load_for_inference(model, s.output_dir, deferred=deferred,
+                                       weights=s.weights)
   elif s.do_train:
-    step = this.train(best, deferred)
+    this.train(best, deferred)
+    step = _weights_after_training(model, s.output_dir, s.weights)
   else:
-    step = training.load_for_inference(model, s.output_dir, s.init_checkpoint, deferred)
-  if best and best.best_step is not None:
-    step = best.restore()
+    step = training.load_for_inference(model, s.output_dir, s.init_checkpoint, deferred,
+                                       s.weights)
 
   if s.do_eval:
     logging.info("***** Running evaluation *****")
@@ -232,90 +246,3 @@ def run(task, settings, strategy, config):
     task.export(model, s.export_dir)
     logging.info("Exported a SavedModel to %s", s.export_dir)
   return model
-
-
-# ---------------------------------------------------------------------------
-# The best weights on dev during training (--eval_every_steps), kept across
-# interruptions: <output_dir>/best/ holds them as a checkpoint of the model
-# alone, and history.json every evaluation so far (step -> value), the best
-# step and the metric. history.json is written last, atomically: a run
-# killed mid-save keeps the previous best.
-
-BEST_HISTORY = "history.json"
-
-
-class BestModel(object):
-
-  """`metric` names the result to maximise (a function of the results picks
-  it instead); `patience` > 0 stops training after that many evaluations
-  without a better one."""
-
-  def __init__(self, model, output_dir, metric, patience=0):
-    self.model = model
-    self.directory = os.path.join(output_dir, "best")
-    self.metric_of = metric if callable(metric) else lambda results: metric
-    self.patience = patience
-    self.state = {"metric": None, "best_step": None, "stopped_at": None, "history": {}}
-    path = os.path.join(self.directory, BEST_HISTORY)
-    if os.path.exists(path):  # A resumed run: what it had found so far.
-      with open(path, encoding="utf-8") as f:
-        self.state = json.load(f)
-
-  @property
-  def best_step(self):
-    return self.state["best_step"]
-
-  @property
-  def stopped_at(self):
-    """The step training stopped early at, if it did."""
-    return self.state["stopped_at"]
-
-  @property
-  def metric(self):
-    return self.state["metric"]
-
-  def _value(self, step):
-    return self.state["history"][str(step)]
-
-  def record(self, step, results):
-    """Notes the evaluation at `step` (a dict with the metric), keeps the
-    weights if they are the best so far; True when training should stop
-    (the last `patience` evaluations did not improve on the best)."""
-    self.state["metric"] = self.metric or self.metric_of(results)
-    value = float(results[self.metric])
-    self.state["history"][str(step)] = value
-    best = self.best_step
-    if best is None or value > self._value(best) or step == best:
-      prefix = os.path.join(self.directory, "ckpt-%d" % step)
-      tf.train.Checkpoint(model=self.model).write(prefix)
-      self.state["best_step"] = step
-      self._save_state()
-      if best is not None and best != step:
-        for name in tf.io.gfile.glob(os.path.join(self.directory, "ckpt-%d.*" % best)):
-          files.remove(name)
-      logging.info("Step %d: %s = %.6f, the best so far; weights kept in %s.",
-                   step, self.metric, value, prefix)
-      return False
-    since = sum(1 for s in self.state["history"] if int(s) > self.best_step)
-    logging.info("Step %d: %s = %.6f; the best is %.6f at step %d (%d evaluations ago).",
-                 step, self.metric, value, self._value(self.best_step), self.best_step, since)
-    if self.patience and since >= self.patience:
-      self.state["stopped_at"] = step
-    self._save_state()
-    return self.stopped_at is not None
-
-  def _save_state(self):
-    files.makedirs(self.directory)
-    files.write_text(os.path.join(self.directory, BEST_HISTORY),
-                     json.dumps(self.state, indent=2, sort_keys=True) + "\n")
-
-  def restore(self):
-    """Loads the best weights into the model; returns their step, or None
-    when no evaluation was recorded."""
-    if self.best_step is None:
-      return None
-    checkpoints.load_checkpoint(self.model, os.path.join(self.directory,
-                                                         "ckpt-%d" % self.best_step))
-    logging.info("Using the best weights on dev: step %d, %s = %.6f.", self.best_step,
-                 self.metric, self._value(self.best_step))
-    return self.best_step

@@ -5,7 +5,7 @@
 cases.json holds a list of argument lists. Each runs through the entry
 point's own `main` and plumbing.cli.run, as `python <script> <args>` would,
 with the flags reset in between; the output is a JSON list of
-{"returncode", "stderr"}, one per case. Starting TensorFlow once instead of
+{"returncode", "stderr"}, one per case (its log lines included). Starting TensorFlow once instead of
 once a case is what makes the error-path tests cheap.
 """
 
@@ -23,6 +23,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def run_cases(entry_point, cases):
   sys.path.insert(0, REPO_ROOT)
   from absl import flags  # pylint: disable=g-import-not-at-top
+  from absl import logging  # pylint: disable=g-import-not-at-top
   from plumbing import cli  # pylint: disable=g-import-not-at-top
   name = entry_point[:-3] if entry_point.endswith(".py") else entry_point
   module = importlib.import_module(name)
@@ -31,6 +32,8 @@ def run_cases(entry_point, cases):
   for args in cases:
     flags.FLAGS.unparse_flags()
     stderr = io.StringIO()
+    # absl's handler holds the stream it was made with: point it at the case's.
+    logging.get_absl_handler().python_handler.stream = stderr
     with contextlib.redirect_stderr(stderr):
       try:
         cli.run(module.main, argv=[program] + list(args))

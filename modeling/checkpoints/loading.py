@@ -4,14 +4,15 @@ A run writes object-based checkpoints of `run_checkpoint(...)` (model,
 optimizer, step, dropout random state) into its output directory and
 resumes from the latest (`resume`); a new run starts from
 `--init_checkpoint`, of either TensorFlow kind (`load_weights`); evaluation
-and prediction read the run's latest checkpoint, else the init one
-(`load_for_inference`).
+and prediction read the run's weights that best.choose picks (its best on
+dev, else its latest checkpoint), else the init ones (`load_for_inference`).
 """
 
 import os
 
 import tensorflow as tf
 
+from modeling.checkpoints import best
 from modeling.checkpoints import tf_format
 
 
@@ -55,18 +56,26 @@ def _resume_advice(manager):
           (latest, state, os.path.basename(earlier[-1])))
 
 
-def load_for_inference(model, output_dir, init_checkpoint=None, deferred=None):
-  """Loads the latest checkpoint of `output_dir`, else `init_checkpoint`
-  (else the model keeps its initialisation); returns the global step, which
-  is 0 unless the weights come from a training run in `output_dir`.
-  `deferred`: as load_weights'."""
-  latest = tf.train.latest_checkpoint(output_dir)
-  load_weights(model, latest or init_checkpoint, deferred)
-  return latest_checkpoint_step(output_dir) if latest else 0
+def load_for_inference(model, output_dir, init_checkpoint=None, deferred=None, weights=None):
+  """Loads the weights of the run in `output_dir` that best.choose picks
+  (`weights`: its choice), else those of `init_checkpoint` (else the model
+  keeps its initialisation); returns the global step, which is 0 unless the
+  weights come from a training run in `output_dir`. `deferred`: as
+  load_weights'."""
+  if weights is not None or _holds_weights(output_dir):
+    return load_weights(model, output_dir, deferred, weights).step
+  load_weights(model, init_checkpoint, deferred)
+  return 0
 
 
-def load_weights(model, checkpoint, deferred=None):
-  """Loads `checkpoint` (either kind; None: nothing) into `model`.
+def _holds_weights(output_dir):
+  return bool(tf.train.latest_checkpoint(output_dir) or best.read_state(output_dir))
+
+
+def load_weights(model, checkpoint, deferred=None, weights=None):
+  """Loads `checkpoint` (either kind; a directory: the checkpoint of it that
+  best.choose picks, `weights` its choice; None: nothing) into `model`;
+  returns best.choose's Choice (None for nothing).
 
   `deferred`: the model's random weights not drawn yet
   (layers.deferred_initialization); those the checkpoint does not give a
@@ -75,10 +84,12 @@ def load_weights(model, checkpoint, deferred=None):
   if not checkpoint:
     if deferred:
       deferred.initialize()
-    return
+    return None
+  choice = best.choose(checkpoint, weights)
+  checkpoint = choice.prefix
   loaded = tf_format.load_checkpoint(model, checkpoint)
   if not deferred:
-    return
+    return choice
   if isinstance(loaded, tf_format.LoadReport):  # The original's format: by name.
     deferred.initialize(except_for=loaded.assigned)
   elif tf_format.matched_every_object(loaded):
@@ -86,11 +97,4 @@ def load_weights(model, checkpoint, deferred=None):
   else:  # Draw them all, then load again over the drawn ones.
     deferred.initialize()
     tf_format.load_checkpoint(model, checkpoint, log=False)
-
-
-def latest_checkpoint_step(output_dir):
-  """The global step of the latest checkpoint in `output_dir` (0: none)."""
-  latest = tf.train.latest_checkpoint(output_dir)
-  if not latest:
-    return 0
-  return int(tf.train.load_checkpoint(latest).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
+  return choice

@@ -14,7 +14,6 @@ line), streamed through the model, and written under a temporary name.
 """
 
 import collections
-import time
 
 from absl import flags
 from absl import logging
@@ -26,6 +25,7 @@ import modeling
 from modeling import inference
 from modeling import training
 from plumbing import cli
+from plumbing import progress as progress_lib
 from plumbing import tf_example
 from plumbing.errors import UserError
 import run_flags
@@ -36,6 +36,7 @@ FLAGS = flags.FLAGS
 # The original's flags, names and defaults unchanged (the TPU ones and the
 # tokenizer's come from run_flags.py).
 run_flags.define_tokenizer_flags()
+run_flags.define_weights_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None, "One text, or a pair `A ||| B`, per line.")
 flags.DEFINE_string("output_file", None, "Where to write the vectors (see --output_format).")
@@ -62,8 +63,6 @@ flags.DEFINE_enum("output_format", "json", list(feature_extraction.OUTPUT_FORMAT
 flags.DEFINE_enum("pooling", "none", list(feature_extraction.POOLINGS),
                   "One vector per line and layer: the [CLS] token's (cls) or the "
                   "mean over the line's tokens, [CLS] and [SEP] included (mean).")
-
-_PROGRESS_SECONDS = 10
 
 
 def layer_indexes(config):
@@ -106,7 +105,7 @@ def main(_):
   num_lines = feature_extraction.check_input(FLAGS.input_file)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertModel(config)
-  training.load_weights(model, FLAGS.init_checkpoint, deferred)
+  training.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
 
   pending = collections.deque()
   spec = tf.TensorSpec([FLAGS.max_seq_length], tf.int32)
@@ -122,22 +121,20 @@ def main(_):
 
   writer = feature_extraction.WRITERS[FLAGS.output_format](
       FLAGS.output_file, indexes, FLAGS.pooling)
-  done, started, reported = 0, time.time(), time.time()
+  progress = progress_lib.Progress("lines", num_lines, verb="Extracted")
   try:
     for (vectors,) in inference.stream_batches(strategy, replica, dataset):
-      for row in vectors[:num_lines - done]:
+      for row in vectors[:num_lines - progress.done]:
         feature = pending.popleft()
         writer.write(feature, row if pooled else row[:, :len(feature.tokens)])
-        done += 1
-      if time.time() - reported >= _PROGRESS_SECONDS or done == num_lines:
-        reported = time.time()
-        logging.info("%d/%d lines (%.0f%%), %.1f lines/s", done, num_lines,
-                     100.0 * done / num_lines, done / (reported - started))
+        progress.advance(1)
   except BaseException:
     writer.abort()
     raise
   writer.close()
-  logging.info("Wrote %s (%s, %d lines).", FLAGS.output_file, FLAGS.output_format, done)
+  progress.finish()
+  logging.info("Wrote %s (%s, %d lines).", FLAGS.output_file, FLAGS.output_format,
+               progress.done)
 
 
 def cli_main():

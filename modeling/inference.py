@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from modeling import heads
+from plumbing import progress as progress_lib
 from plumbing import tf_example
 
 
@@ -28,11 +29,12 @@ def padded_batches(dataset, num_examples, batch_size):
   return dataset.batch(batch_size, drop_remainder=True)
 
 
-def stream_batches(strategy, replica_fn, dataset):
+def stream_batches(strategy, replica_fn, dataset, progress=None):
   """replica_fn(features) -> tuple of per-example tensors; yields, for each
   global batch of `dataset` in order, a tuple of numpy arrays. One step
   function, traced once for the dataset's element spec: batches of any
-  length (None dimensions) do not retrace it."""
+  length (None dimensions) do not retrace it. `progress`: a
+  plumbing.progress.Progress counting the batches' rows."""
   distributed = strategy.experimental_distribute_dataset(dataset)
 
   @tf.function(input_signature=[distributed.element_spec], autograph=False)
@@ -40,16 +42,20 @@ def stream_batches(strategy, replica_fn, dataset):
     return strategy.run(replica_fn, args=(features,))
 
   for features in distributed:
-    outputs = step(features)
-    yield tuple(np.concatenate([p.numpy() for p in strategy.experimental_local_results(v)])
-                for v in outputs)
+    outputs = tuple(np.concatenate([p.numpy() for p in strategy.experimental_local_results(v)])
+                    for v in step(features))
+    if progress is not None and outputs:
+      progress.advance(len(outputs[0]))
+    yield outputs
+  if progress is not None:
+    progress.finish()
 
 
-def run_batches(strategy, replica_fn, dataset):
+def run_batches(strategy, replica_fn, dataset, progress=None):
   """Like stream_batches, but every batch's outputs concatenated: one numpy
   array per output, in input order."""
   results = None
-  for outputs in stream_batches(strategy, replica_fn, dataset):
+  for outputs in stream_batches(strategy, replica_fn, dataset, progress):
     if results is None:
       results = [[] for _ in outputs]
     for i, value in enumerate(outputs):
@@ -84,11 +90,11 @@ def outputs_in_order(strategy, replica_fn, records, num_examples, batch_size,
   come back padded to `padded_length` with `fill`, as one array.
   """
   if not trim_to_multiple:
-    logging.info("  Num examples = %d (%d actual, %d padding)",
-                 num_examples - num_examples % -batch_size, num_examples,
+    padded = num_examples - num_examples % -batch_size
+    logging.info("  Num examples = %d (%d actual, %d padding)", padded, num_examples,
                  -num_examples % batch_size)
-    outputs = run_batches(strategy, replica_fn,
-                          padded_batches(records, num_examples, batch_size))
+    outputs = run_batches(strategy, replica_fn, padded_batches(records, num_examples, batch_size),
+                          progress_lib.Progress("examples", padded))
     return tuple(output[:num_examples] for output in outputs)
   logging.info("  Num examples = %d, in batches of similar length", num_examples)
 
@@ -96,7 +102,7 @@ def outputs_in_order(strategy, replica_fn, records, num_examples, batch_size,
     return tuple(replica_fn(features)) + (features["example_index"],)
   parts = None
   for outputs in stream_batches(strategy, with_index, tf_example.length_grouped_batches(
-      records, batch_size, trim_to_multiple)):
+      records, batch_size, trim_to_multiple), progress_lib.Progress("examples", num_examples)):
     if parts is None:
       parts = [[] for _ in outputs]
     for i, output in enumerate(outputs):

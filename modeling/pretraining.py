@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from modeling import bert_model
 from plumbing.errors import UserError
+from plumbing import progress as progress_lib
 
 OBJECTIVES = ("mlm_nsp", "mlm", "ltr")
 
@@ -105,9 +106,12 @@ def evaluate(strategy, model, dataset, max_steps=None):
     return ({k: reduce(v) for k, v in sums.items()},
             reduce(loss) / strategy.num_replicas_in_sync)
 
+  progress = progress_lib.Progress("batches", max_steps, verb="Evaluated")
   for step, features in enumerate(distributed):
     if max_steps is not None and step >= max_steps:
       break
     sums, loss = eval_step(features)
     metrics.add(sums, loss)
+    progress.advance(1)
+  progress.finish()
   return metrics.result()

@@ -33,7 +33,8 @@ The loop's parts, in the order a run meets them: `_resume` (the step to
 start from), `_input_iterator`, `_replica_step` (one step of one replica,
 its batch split into micro-batches by `_micro_batch_gradients`),
 `_compiled_steps` (many steps in one tf.function), then, chunk by chunk in
-`_train_until`: `_check_finite`, `_report_progress` (log line and
+`_train_until`: `_run_chunk` (the chunk's calls, with progress lines and
+the time left), `_check_finite`, `_report_progress` (log line and
 TensorBoard), `_stop_if_requested` (SIGTERM), `_save`, `_stops_early`.
 Strategies come from modeling/strategy.py, the checkpoints' contents and
 loading from modeling/checkpoints/loading.py.
@@ -61,6 +62,7 @@ from modeling.strategy import split_cpu  # noqa: F401
 from plumbing.errors import Stopped
 from plumbing.errors import UserError
 from plumbing import files
+from plumbing import progress
 from plumbing import run_lock
 from plumbing import stop_request
 
@@ -349,23 +351,43 @@ def _train_until(run, run_steps, step, end_step, evaluate_every):
   loss = None
   rate = 0.0
   eval_steps, evaluate = evaluate_every or (None, None)
+  steps = progress.Progress("steps", end_step - step, verb="Trained")
   while step < end_step:
     chunk = _chunk_size(step, end_step, settings, eval_steps)
     started = time.time()
-    loss, mean_loss, done = run_steps(tf.constant(chunk, tf.int64))
-    loss, mean_loss, done = float(loss), float(mean_loss), int(done)
+    loss, mean_loss, done = _run_chunk(run_steps, chunk, steps)
     elapsed = time.time() - started
     step = int(run.step.numpy())
     _check_finite(run, step, done, mean_loss)
     if done:
       rate = done * settings.train_batch_size / max(elapsed, 1e-9)
-      _report_progress(run, step, loss, done, mean_loss, rate)
+      _report_progress(run, step, loss, done, mean_loss, rate, steps.time_left())
     _stop_if_requested(run, step)
     if step % settings.save_checkpoints_steps == 0 or step == settings.num_train_steps:
       _save(run.manager, step)
     if eval_steps and _stops_early(run, step, eval_steps, evaluate):
       break
   return TrainResult(step, loss, rate)
+
+
+def _run_chunk(run_steps, chunk, steps):
+  """(last loss, mean loss, steps run) of `chunk` steps, run in calls short
+  enough that `steps` (a Progress) logs a line about every minute: the
+  first call runs one step, later ones as many as a minute holds at the
+  pace so far. A stop request ends it early. The steps are the same
+  however they are split into calls."""
+  loss, total, done = None, 0.0, 0
+  while done < chunk:
+    per_call = 1 if steps.done == 0 else max(1, int(steps.every * steps.rate()))
+    size = min(chunk - done, per_call)
+    last, mean, ran = run_steps(tf.constant(size, tf.int64))
+    ran = int(ran)
+    if ran:
+      loss, total, done = float(last), total + float(mean) * ran, done + ran
+    steps.advance(ran)
+    if ran < size:
+      break
+  return loss, total / max(done, 1), done
 
 
 def _chunk_size(step, end_step, settings, eval_steps):
@@ -388,12 +410,15 @@ def _check_finite(run, step, done, mean_loss):
         (mean_loss, step, run.manager.latest_checkpoint or "(none)"))
 
 
-def _report_progress(run, step, loss, done, mean_loss, rate):
-  """The chunk's log line, and its TensorBoard scalars."""
+def _report_progress(run, step, loss, done, mean_loss, rate, time_left):
+  """The chunk's log line (with the time left to the run's last step, at
+  the pace of the steps since the first chunk, which also compiles), and
+  its TensorBoard scalars."""
   learning_rate = float(run.optimizer.learning_rate)
+  left = "" if time_left is None else ", about %s left" % progress.duration(time_left)
   logging.info("step %d/%d: loss = %.6f, mean of the last %d steps %.6f, "
-               "%.1f examples/s, learning rate %.3g", step, run.settings.num_train_steps,
-               loss, done, mean_loss, rate, learning_rate)
+               "%.1f examples/s, learning rate %.3g%s", step, run.settings.num_train_steps,
+               loss, done, mean_loss, rate, learning_rate, left)
   with run.writer.as_default(step=step):
     # The loop's mean: one step's loss at small batches is mostly noise.
     tf.summary.scalar("loss", mean_loss)

@@ -70,7 +70,7 @@ def test_json_output_is_the_original(checkpoint, tmp_path, name):
     assert [[l["index"] for l in t["layers"]] for t in mine["features"]] == [
         [l["index"] for l in t["layers"]] for t in original["features"]]
     np.testing.assert_allclose(_vectors(mine), _vectors(original), rtol=0, atol=1e-5)
-  assert "13/13 lines" in result.stderr  # Progress is reported.
+  assert "Extracted 13 lines in" in result.stderr  # Progress is reported.
 
 
 def test_npz_tfrecord_and_pooling_hold_the_original_numbers(checkpoint, tmp_path):

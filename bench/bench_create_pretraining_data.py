@@ -9,59 +9,12 @@ feature by feature.
 """
 
 import os
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 import numpy as np
 
 from bench import common
-
-
-def _memory(process):
-  """Proportional set size: shared pages split among the processes sharing them.
-
-  Summing plain RSS over a parent and its forked workers would count their
-  shared pages several times.
-  """
-  try:
-    return process.memory_full_info().pss
-  except (AttributeError, NotImplementedError):
-    return process.memory_info().rss
-
-
-def run_measured(cmd, cwd, log_path, largest_process=False, env=None):
-  """Runs cmd; returns (seconds, peak memory in MB of the process tree, or
-  with `largest_process` the peak RSS of its largest single process, which
-  is cheaper to poll and so disturbs several busy processes less)."""
-  import psutil  # pylint: disable=g-import-not-at-top
-  peak = [0]
-  with open(log_path, "w") as log:
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    ps = psutil.Process(proc.pid)
-
-    def watch():
-      while proc.poll() is None:
-        try:
-          tree = [ps] + ps.children(recursive=True)
-          if largest_process:
-            peak[0] = max([peak[0]] + [p.memory_info().rss for p in tree])
-          else:
-            peak[0] = max(peak[0], sum(_memory(p) for p in tree))
-        except psutil.Error:
-          pass
-        time.sleep(0.05)
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    code = proc.wait()
-    seconds = time.perf_counter() - start
-    watcher.join()
-  if code != 0:
-    raise RuntimeError("%s failed; see %s" % (cmd[1], log_path))
-  return seconds, peak[0] / 1e6
 
 
 def _features(path, max_seq_length, max_predictions):
@@ -98,7 +51,7 @@ def main():
            "--random_seed=12345", "--dupe_factor=10"]
 
   ours_out = os.path.join(workdir, "ours.tfrecord")
-  ours_s, ours_mb = run_measured(
+  ours_s, ours_mb = common.run_measured(
       [sys.executable, "create_pretraining_data.py",
        "--output_file=" + ours_out] + flags, common.REPO_ROOT,
       os.path.join(workdir, "ours.log"))
@@ -109,7 +62,7 @@ def main():
     print("original: skipped (pass --original_dir=<google-research/bert checkout>)")
     return
   orig_out = os.path.join(workdir, "original.tfrecord")
-  orig_s, orig_mb = run_measured(
+  orig_s, orig_mb = common.run_measured(
       [sys.executable, "create_pretraining_data.py", "--output_file=" + orig_out] + flags,
       original_dir, os.path.join(workdir, "original.log"))
   common.cleanup(original_dir)

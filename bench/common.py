@@ -10,6 +10,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -326,3 +327,47 @@ def machine():
   return {"cpu": cpu, "cpu_flags": flags, "cores": os.cpu_count(),
           "memory_gb": round(memory, 1) if memory else None,
           "system": platform.platform(), "python": platform.python_version()}
+
+
+def _memory(process):
+  """Proportional set size: shared pages split among the processes sharing them.
+
+  Summing plain RSS over a parent and its forked workers would count their
+  shared pages several times.
+  """
+  try:
+    return process.memory_full_info().pss
+  except (AttributeError, NotImplementedError):
+    return process.memory_info().rss
+
+
+def run_measured(cmd, cwd, log_path, largest_process=False, env=None):
+  """Runs cmd; returns (seconds, peak memory in MB of the process tree, or
+  with `largest_process` the peak RSS of its largest single process, which
+  is cheaper to poll and so disturbs several busy processes less)."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  peak = [0]
+  with open(log_path, "w") as log:
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    ps = psutil.Process(proc.pid)
+
+    def watch():
+      while proc.poll() is None:
+        try:
+          tree = [ps] + ps.children(recursive=True)
+          if largest_process:
+            peak[0] = max([peak[0]] + [p.memory_info().rss for p in tree])
+          else:
+            peak[0] = max(peak[0], sum(_memory(p) for p in tree))
+        except psutil.Error:
+          pass
+        time.sleep(0.05)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    code = proc.wait()
+    seconds = time.perf_counter() - start
+    watcher.join()
+  if code != 0:
+    raise RuntimeError("%s failed; see %s" % (cmd[1], log_path))
+  return seconds, peak[0] / 1e6

@@ -120,7 +120,7 @@ class Runner:
     else:  # tf_models: Model Garden's port of the original script.
       cmd, cwd = [python, "-m", "official.nlp.data.create_pretraining_data"], self.work_dir
     try:
-      seconds, megabytes = bench_create_pretraining_data.run_measured(
+      seconds, megabytes = common.run_measured(
           cmd + ["--output_file=" + output] + flags, cwd,
           os.path.join(self.work_dir, "records-%s.log" % peer))
     except RuntimeError as e:

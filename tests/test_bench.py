@@ -1,13 +1,17 @@
 """bench/run.py's arithmetic and table, on hand-computed values (the timings
 themselves are measured by `make bench`, not by the tests)."""
 
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 
 from bench import bench_pretrained_glue
 from bench import bench_tokenizer
 from bench import run
+from conftest import REPO_ROOT, data_file
 
 
 def test_model_flops_by_hand():
@@ -279,3 +283,30 @@ def test_serving_peers_run_in_their_own_environments():
   for peer, spec in environments.PEERS.items():
     for package in spec["packages"] + spec["no_deps"]:
       assert not package.startswith("torch") or package == "torch==2.13.0", (peer, package)
+
+
+def test_run_costs_page_is_what_the_run_measured(tmp_path):
+  """bench_run_costs on a tiny model: the page's row holds the run's own
+  figures (time, memory, disk, seconds a step) and its command."""
+  output = tmp_path / "run_costs"
+  result = subprocess.run(
+      [sys.executable, "-m", "bench.bench_run_costs", "--rows=pretrain_128",
+       "--bert_config_file=" + data_file("eval_reference/bert_config.json"),
+       "--pretrain_steps=3", "--corpus_mb=0.05", "--output=%s" % output],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+  report = json.loads((tmp_path / "run_costs.json").read_text())
+  [row] = report["rows"]
+  assert row["key"] == "pretrain_128" and row["batch_size"] == 32 and row["length"] == 128
+  [command] = row["commands"]
+  assert row["seconds"] == command["seconds"] > 0 and row["peak_mb"] == command["peak_mb"] > 0
+  assert row["disk_mb"] > 0 and row["seconds_per_step"] > 0
+  page = (tmp_path / "run_costs.md").read_text()
+  from bench import bench_run_costs  # pylint: disable=g-import-not-at-top
+  cells = "| %s | %s | %.1f GB | %.2f GB | %.1f s a step after the first |" % (
+      row["what"], bench_run_costs._duration(row["seconds"]), row["peak_mb"] / 1e3,
+      row["disk_mb"] / 1e3, row["seconds_per_step"])
+  assert cells in page, page
+  assert report["date"] in page and report["machine"]["cpu"] in page
+  assert "`python run_pretraining.py --input_file=$SCRATCH/pretraining_128.tfrecord" in page

@@ -23,9 +23,14 @@ predictions.txt (word, gold and predicted tag, in the file's scheme) and
 test_results.txt. `--predict_file` takes raw text, one text a line, and
 writes entities.jsonl: per line, the text and its entities (type, start and
 end code-point offsets, end excluded, text and score), found by the model
-trained in --output_dir (or by --do_train) in the words the export finds
-(serving/words.py: punctuation apart). `--export_dir` writes a SavedModel
-that finds the entities of raw text (serving/tagger.py).
+trained in --output_dir (or by --do_train) in the words the export finds:
+raw text is cut into words as the training words were (serving/words:
+Penn Treebank's conventions, CoNLL-2003's, or the original BasicTokenizer's
+split, every punctuation mark a word), decided from the training words and
+recorded in raw_text_words.txt, or chosen with --raw_text_words; no entity
+begins or ends with a word of punctuation alone. `--export_dir` writes a
+SavedModel that finds the entities of raw text the same way
+(serving/tagger.py).
 """
 
 from absl import flags
@@ -69,6 +74,13 @@ flags.DEFINE_string("dev_file", None,
 flags.DEFINE_string("test_file", None,
                     "Instead of --data_dir: the file --do_predict tags and scores (CoNLL, "
                     "or *.jsonl).")
+flags.DEFINE_enum("raw_text_words", None, ["treebank", "basic"],
+                  "How --predict_file and --export_dir cut raw text into words: treebank "
+                  "(Penn Treebank's words, as CoNLL-2003's: U.S., 3,000 and "
+                  "Chester-le-Street whole, a sentence's final period apart) or basic (the "
+                  "original's BasicTokenizer: every punctuation mark a word, as in Chinese "
+                  "data of a character a line). By default the run's record "
+                  "(raw_text_words.txt in --output_dir), else what the training words follow.")
 flags.DEFINE_string("predict_file", None,
                     "Raw text, UTF-8, one text a line: each line's entities go to "
                     "<output_dir>/entities.jsonl, found by the model in --output_dir (or "
@@ -107,7 +119,8 @@ def main(_):
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, check_flags=_check_actions)
   task = ner_task.NerTask(FLAGS.data_dir, FLAGS.output_dir, tokenizer, FLAGS.max_seq_length,
                           FLAGS.doc_stride, run_flags.export_settings(FLAGS),
-                          tfds_manual_dir=FLAGS.tfds_manual_dir, split_files=split_files)
+                          tfds_manual_dir=FLAGS.tfds_manual_dir, split_files=split_files,
+                          raw_text_words=FLAGS.raw_text_words)
   settings = run_flags.driver_settings(FLAGS)
   batch_size = run_flags.check_batch_size(FLAGS, "predict_batch_size", strategy)
   model = driver.run(task, settings, strategy, config)

@@ -1,7 +1,9 @@
-"""Raw text to words and entities (serving/words.py, tasks/ner/raw_text.py,
-the NER export's windows): words where the original's BasicTokenizer puts
-them, offsets into the text as sent, the TensorFlow split and windows the
-same as the Python ones, entities that never take in a punctuation mark."""
+"""Raw text to words and entities (serving/words/basic.py,
+tasks/ner/raw_text.py, the NER export's windows and entities): words where
+the original's BasicTokenizer puts them, offsets into the text as sent, the
+TensorFlow split and windows the same as the Python ones in both splits,
+entities that never begin or end with a word of punctuation alone, read
+the same way by both. The Treebank split: test_treebank_words.py."""
 
 import random
 
@@ -13,7 +15,8 @@ from data_prep import tokenization
 from plumbing.errors import UserError
 from serving import tagger
 from serving import tokenizer as graph_tokenizer
-from serving import words
+from serving.words import basic as words
+from serving.words import treebank
 from tasks.ner import features
 from tasks.ner import raw_text
 
@@ -165,15 +168,16 @@ def tokenizers():
           graph_tokenizer.GraphTokenizer(UNCASED, do_lower_case=True))
 
 
-def test_export_windows_are_the_tasks(tokenizers):
+@pytest.mark.parametrize("split", ["basic", "treebank"])
+def test_export_windows_are_the_tasks(tokenizers, split):
   """The export's windows of raw text (its `tokenize` signature) hold the
   pieces the task's windows of the same words hold, and label the same
   word at the same position: a 3,000-character text crosses many."""
   python_tokenizer, tf_tokenizer = tokenizers
   texts = [_long_text()] + list(HAND) + UNICODE
-  sentences, _ = raw_text.sentences_of(texts, "texts.txt")
+  sentences, _ = raw_text.sentences_of(texts, "texts.txt", split)
   settings = [(16, 5), (40, 16)]  # (max_seq_length, doc_stride)
-  both = tf.function(lambda t: [tagger.windows(tf_tokenizer, t, length, stride)[0]
+  both = tf.function(lambda t: [tagger.windows(tf_tokenizer, t, length, stride, split)[0]
                                 for length, stride in settings])(tf.constant(texts))
   for (max_seq_length, doc_stride), out in zip(settings, both):
     expected = features.windows_of_sentences(sentences, python_tokenizer, max_seq_length,
@@ -207,15 +211,66 @@ def test_entities_of_tagged_words():
        "score": pytest.approx(0.7)},
       {"type": "LOC", "start": 37, "end": 43, "text": "Berlin", "score": 0.95},
       {"type": "LOC", "start": 45, "end": 52, "text": "Germany", "score": 0.85}]
-  # A B- after the same type, a switch of type inside, one at the text's end.
+  # A B- after the same type, a switch of type inside, one at the text's end;
+  # the words of punctuation alone at an entity's ends are not part of it.
   text = "The U.S. Open (USA)"
   spans = words.word_spans(text)
   assert [text[s:e] for s, e in spans] == ["The", "U", ".", "S", ".", "Open", "(", "USA", ")"]
   tags = ["B-ORG", "B-ORG", "I-ORG", "I-ORG", "I-LOC", "I-LOC", "O", "B-LOC", "I-LOC"]
+  probabilities = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
+  found = raw_text.entities_of(text, spans, _predictions(tags, probabilities), LABELS)
+  assert [(e["type"], e["start"], e["end"], e["text"]) for e in found] == [
+      ("ORG", 0, 3, "The"), ("ORG", 4, 7, "U.S"), ("LOC", 9, 13, "Open"),
+      ("LOC", 15, 18, "USA")]
+  assert [e["score"] for e in found] == pytest.approx([0.9, 0.7, 0.4, 0.2])
+  # An entity of punctuation alone is none; punctuation inside one stays.
+  text = "($) Chester-le-Street."
+  spans = words.word_spans(text)
+  tags = ["B-ORG", "I-ORG", "I-ORG"] + ["B-LOC"] + ["I-LOC"] * 5
   found = raw_text.entities_of(text, spans, _predictions(tags, [1.0] * 9), LABELS)
   assert [(e["type"], e["start"], e["end"], e["text"]) for e in found] == [
-      ("ORG", 0, 3, "The"), ("ORG", 4, 7, "U.S"), ("LOC", 7, 13, ". Open"),
-      ("LOC", 15, 19, "USA)")]
+      ("LOC", 4, 21, "Chester-le-Street")]
+
+
+def _graph_entities(texts, split, tags, probabilities):
+  """tagger.read_entities on the texts' words in `split`, tagged `tags`
+  with `probabilities` (per text): per text, [(type, start, end, text, score)]."""
+  def read(batch, label, score):
+    found, start, end = words.words_of(batch) if split == "basic" else treebank.words_of(batch)
+    return tagger.read_entities(LABELS, found, start.with_flat_values(label),
+                                start.with_flat_values(score), start, end, batch)
+  out = tf.function(read)(tf.constant(texts), tf.constant(
+      [LABELS.index(t) for row in tags for t in row], tf.int32), tf.constant(
+          [p for row in probabilities for p in row], tf.float32))
+  out = {k: v.numpy().tolist() for k, v in out.items()}
+  return [[(out["entity_type"][i][k].decode(), out["entity_start"][i][k],
+            out["entity_end"][i][k], out["entity_text"][i][k].decode("utf-8"),
+            out["entity_score"][i][k]) for k in range(out["num_entities"][i])]
+          for i in range(len(texts))]
+
+
+@pytest.mark.parametrize("split", ["basic", "treebank"])
+def test_export_reads_entities_as_python_does(split):
+  """The export's entities (TensorFlow ops) are raw_text.entities_of's for
+  the same words and tags: seeded random tags over texts full of
+  punctuation, Unicode and empty texts."""
+  rng = random.Random(61)
+  texts = list(HAND) + UNICODE + ["($) Chester-le-Street.", "A. Dale 69, H. Morris (U.S.)."]
+  module = words if split == "basic" else treebank
+  spans = [module.word_spans(text) for text in texts]
+  tags = [[rng.choice(LABELS) for _ in row] for row in spans]
+  probabilities = [[round(rng.random(), 3) for _ in row] for row in spans]
+  expected = [[(e["type"], e["start"], e["end"], e["text"], pytest.approx(e["score"], abs=1e-6))
+               for e in raw_text.entities_of(text, row, _predictions(t, p), LABELS)]
+              for text, row, t, p in zip(texts, spans, tags, probabilities)]
+  assert _graph_entities(texts, split, tags, probabilities) == expected
+  assert sum(len(row) for row in expected) > 40
+  for text, row, text_spans in zip(texts, expected, spans):
+    for _, start, end, _, _ in row:  # Its first and last words: not punctuation alone.
+      first = next(text[s:e] for s, e in text_spans if s == start)
+      last = next(text[s:e] for s, e in text_spans if e == end)
+      assert not any(all(tokenization._is_punctuation(c)  # pylint: disable=protected-access
+                         for c in word) for word in (first, last)), (text, first, last)
 
 
 def test_lines_as_read(tmp_path):

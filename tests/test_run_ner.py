@@ -118,6 +118,8 @@ def test_learns_tags_scores_as_conlleval_and_exports(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert (output_dir / "labels.txt").read_text().split() == [
       "O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+  # Its training words have every punctuation mark apart: raw text is cut so.
+  assert (output_dir / "raw_text_words.txt").read_text() == "basic\n"
   dev = _read_results(output_dir / "eval_results.txt")
   assert dev["eval_f1"] > 0.9, dev  # Learned (guessing scores far below).
   assert {"eval_f1_PER", "eval_f1_LOC", "eval_loss", "global_step"} <= set(dev)

@@ -46,7 +46,7 @@ def makers():
           max_seq_length=32, doc_stride=8, max_query_length=8),
       "ner": lambda d: tagger.export_tagger(
           fixed_weights(modeling.BertTagger(config, 5)), d, vocab, True, 16, 8,
-          ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]),
+          ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"], "treebank"),
       "fill_mask": lambda d: fill_mask.export_fill_mask(
           fixed_weights(bert_model.BertWithHeads(bert_model.BertModel(config),
                                                  [heads.MaskedLMHead(config)])), d, vocab, True,

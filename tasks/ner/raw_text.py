@@ -1,10 +1,13 @@
 """Raw text in, entities out (run_ner.py --predict_file): one text a line.
 
-A text's words are the ones the export finds (serving/words.py: the
-original's BasicTokenizer's split, with code-point offsets), so a line gets
+A text's words are the ones the export finds (serving/words: by Penn
+Treebank's conventions or the original BasicTokenizer's split, whichever
+the run's training words followed, with code-point offsets), so a line gets
 the entities the export gives the same text: its words tagged as any
 sentence's (features.py), entities read from the tags as the export reads
-them, each entity's score the mean of its words' tag probabilities.
+them, less the words of punctuation alone at their ends (no entity is
+`(` or `. Dale`), each entity's score the mean of its words' tag
+probabilities.
 """
 
 import json
@@ -13,6 +16,7 @@ from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
 from serving import words as words_lib
+from serving.words import chars
 from tasks.ner import conll
 
 
@@ -36,10 +40,11 @@ def read_lines(path):
   return texts
 
 
-def sentences_of(texts, path):
-  """(Sentences of the texts' words, each text's word spans). No tag is
-  read: the tags are O, which the records carry and predictions ignore."""
-  spans = [words_lib.word_spans(text) for text in texts]
+def sentences_of(texts, path, split):
+  """(Sentences of the texts' words in `split` (serving/words' SPLITS),
+  each text's word spans). No tag is read: the tags are O, which the
+  records carry and predictions ignore."""
+  spans = [words_lib.word_spans(text, split) for text in texts]
   sentences = [conll.Sentence([text[start:end] for start, end in text_spans],
                               ["O"] * len(text_spans), "%s:%d" % (path, number))
                for number, (text, text_spans) in enumerate(zip(texts, spans), 1)]
@@ -49,21 +54,28 @@ def sentences_of(texts, path):
 def entities_of(text, spans, predictions, labels):
   """The entities of one text: [{type, start, end, text, score}], from its
   words' spans and (label index, probability) predictions (labels: IOB2 tags).
-  A B- tag, or an I- tag after O or after another type, starts one."""
-  entities, previous = [], None
-  for (start, end), (label, probability) in zip(spans, predictions):
+  A B- tag, or an I- tag after O or after another type, starts one; the
+  words of punctuation alone at its ends are not part of it (an entity of
+  nothing else is none)."""
+  found, previous = [], None
+  for index, (label, _) in enumerate(predictions):
     tag = labels[label]
     if conll.starts_entity(previous, tag):
-      entities.append({"type": conll.split_tag(tag)[1], "start": start, "end": end,
-                       "probabilities": [probability]})
+      found.append((conll.split_tag(tag)[1], [index]))
     elif tag != "O":
-      entities[-1]["end"] = end
-      entities[-1]["probabilities"].append(probability)
+      found[-1][1].append(index)
     previous = tag
-  for entity in entities:
-    probabilities = entity.pop("probabilities")
-    entity["text"] = text[entity["start"]:entity["end"]]
-    entity["score"] = sum(probabilities) / len(probabilities)
+  entities = []
+  for kind, members in found:
+    kept = [i for i in members
+            if not chars.is_punctuation_only(text[spans[i][0]:spans[i][1]])]
+    if not kept:
+      continue
+    members = range(kept[0], kept[-1] + 1)  # An entity's words follow one another.
+    start, end = spans[members[0]][0], spans[members[-1]][1]
+    probabilities = [predictions[i][1] for i in members]
+    entities.append({"type": kind, "start": start, "end": end, "text": text[start:end],
+                     "score": sum(probabilities) / len(probabilities)})
   return entities
 
 

@@ -3,7 +3,9 @@
 conll2003), a tagger on each word's first WordPiece, entity scores as the
 CoNLL scorer counts them in eval_results.txt (dev) and test_results.txt
 (test, with predictions.txt in the scheme read), the entities of raw text
-lines (entities.jsonl), and the export that finds entities in raw text."""
+lines (entities.jsonl), and the export that finds entities in raw text,
+both cutting raw text into words as the training words were cut
+(word_split.py)."""
 
 import os
 
@@ -24,6 +26,7 @@ from tasks.ner import features
 from tasks.ner import json_lines
 from tasks.ner import metrics
 from tasks.ner import raw_text
+from tasks.ner import word_split
 
 LABELS_FILE = "labels.txt"  # In --output_dir: the tagger's labels, in order.
 ENTITIES_FILE = "entities.jsonl"  # In --output_dir: the entities of raw text lines.
@@ -57,15 +60,16 @@ def read_labelled_file(path):
 class NerTask(driver.Task):
   """CoNLL files in `data_dir` (or `tfds`), or each split's own file in
   `split_files` ({"train": path, ...}: --train_file, --dev_file,
-  --test_file); `export`: driver.Export. The labels are the IOB2 tags of
-  the training file (kept in output_dir's labels.txt, which runs without
-  training read)."""
+  --test_file); `export`: driver.Export; `raw_text_words`: the split of raw
+  text the user chose (word_split.py), or None. The labels are the IOB2
+  tags of the training file (kept in output_dir's labels.txt, which runs
+  without training read)."""
 
   best_metric = "eval_f1"
   along_sequence = ("tag_ids",)
 
   def __init__(self, data_dir, output_dir, tokenizer, max_seq_length, doc_stride, export,
-               tfds_manual_dir=None, split_files=None):
+               tfds_manual_dir=None, split_files=None, raw_text_words=None):
     if doc_stride < 1:
       raise UserError("--doc_stride=%d: a new window must start at least 1 WordPiece after "
                       "the last." % doc_stride)
@@ -73,6 +77,7 @@ class NerTask(driver.Task):
     self.max_seq_length, self.doc_stride = max_seq_length, doc_stride
     self.export_settings, self.tfds_manual_dir = export, tfds_manual_dir
     self.split_files = {split: path for split, path in (split_files or {}).items() if path}
+    self.raw_text_words, self._word_split = raw_text_words, None
     self._labels = None
 
   def examples(self, split):
@@ -110,6 +115,9 @@ class NerTask(driver.Task):
     return modeling.BertTagger(config, len(self.labels), head_initializer=head_initializer)
 
   def write_records(self, sentences, path, split):
+    if split == "train":  # A training run records the split raw text gets.
+      self._word_split = word_split.choose(self.output_dir, self.raw_text_words,
+                                           lambda: sentences, training=True)
     windows = features.windows_of_sentences(sentences, self.tokenizer, self.max_seq_length,
                                             self.doc_stride)
     features.write_records(sentences, windows, self.labels, self.max_seq_length, path)
@@ -172,10 +180,28 @@ class NerTask(driver.Task):
     logging.info("Predictions (%s): %s; the CoNLL scorer's report:\n%s", scheme,
                  os.path.join(output_dir, "predictions.txt"), metrics.report(counts))
 
+  @property
+  def raw_text_split(self):
+    """The split raw text gets (word_split.choose): the flag's, else this
+    run's training words' or the run's record, else the training file's."""
+    if self._word_split is None:
+      self._word_split = word_split.choose(self.output_dir, self.raw_text_words,
+                                           self._training_sentences_at_hand())
+    return self._word_split
+
+  def _training_sentences_at_hand(self):
+    """A function returning the training sentences, or None without a
+    training file."""
+    try:
+      sentences = self.examples("train")
+    except UserError:  # None here: a run that only predicts or exports.
+      return None
+    return lambda: sentences
+
   def write_entities(self, strategy, model, texts, source, batch_size, trim_to_multiple):
     """Writes the entities of raw `texts` (the lines of the file `source`)
     to output_dir's entities.jsonl (raw_text.py); returns its path."""
-    sentences, spans = raw_text.sentences_of(texts, source)
+    sentences, spans = raw_text.sentences_of(texts, source, self.raw_text_split)
     records = os.path.join(self.output_dir, TEXT_RECORDS)
     windows = self.write_records(sentences, records, "predict_text")
     logits = self.outputs(strategy, model, self.read_records(records), sentences, windows,
@@ -192,7 +218,7 @@ class NerTask(driver.Task):
     from serving import tagger  # pylint: disable=g-import-not-at-top  (tensorflow-text)
     e = self.export_settings
     tagger.export_tagger(model, export_dir, e.vocab_file, e.do_lower_case,
-                         self.max_seq_length, self.doc_stride, self.labels,
+                         self.max_seq_length, self.doc_stride, self.labels, self.raw_text_split,
                          precision=e.precision, limits=e.limits)
 
 

@@ -98,7 +98,7 @@ flags.DEFINE_string("tfds_manual_dir", None,
                     "holding the dataset's source files, already downloaded (the error "
                     "message names them).")
 
-# What decides a run's result (plumbing/run_settings.py), besides the shared ones.
+# What decides a run's result (plumbing/run_directory/settings.py), besides the shared ones.
 SETTINGS = run_flags.TRAINING_SETTINGS + (
     "task_name", "data_dir", "xnli_language", "train_file", "text_a_column", "text_b_column",
     "label_column", "label_names", "regression", "window_stride", "max_windows",
@@ -128,7 +128,7 @@ def main(_):
   logging.set_verbosity(logging.INFO)
   # First: a changed run does not continue another; an earlier run's labels
   # are read only when it continues.
-  run_flags.check_run_settings(FLAGS, SETTINGS)
+  recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   processor = _processor()  # Then a mistake in a data file shows before any work.
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   if not processor.is_regression:
@@ -140,7 +140,7 @@ def main(_):
                if FLAGS.window_stride else None),
       window_pooling=FLAGS.window_pooling,
       gather_windows=not (FLAGS.use_xla or run_flags.on_tpu(FLAGS)))
-  driver.run(task, run_flags.driver_settings(FLAGS), strategy, config)
+  driver.run(task, run_flags.driver_settings(FLAGS, recorded=recorded), strategy, config)
 
 
 def cli_main():

@@ -26,7 +26,7 @@ from modeling.checkpoints import best as best_weights
 from modeling import training
 from plumbing.errors import UserError
 from plumbing import files
-from plumbing import run_settings
+from plumbing.run_directory import settings as run_settings
 from tasks import driver
 from tasks.classification import user_files
 
@@ -236,7 +236,7 @@ def user_files_processor(flag_values, regression=False, separator=None):
 
 
 # The flags of every training script that decide what a run computes
-# (plumbing/run_settings.py); each script adds its own. Hardware and
+# (plumbing/run_directory/settings.py); each script adds its own. Hardware and
 # bookkeeping flags (strategy, devices, XLA, checkpoint frequency and count,
 # eval and predict batch sizes, precision) are not settings: a run may resume
 # on other machines.
@@ -257,12 +257,13 @@ def check_run_settings(flag_values, names):
   """With --do_train, before any work: the settings the flags `names` give
   (TRAINING_SETTINGS plus the script's own; those the script does not
   define are left out) against those of a run already in --output_dir,
-  which --start_over moves aside; then recorded. The casing is resolved
-  first, as the run will tokenize. Other workers than the chief of a
-  cluster leave this to it."""
+  which --start_over moves aside. Returns them, for training to record
+  (None without --do_train, and on the workers of a cluster other than its
+  chief, which leave this to it). The casing is resolved first, as the run
+  will tokenize."""
   f = flag_values
   if not f.do_train or not _is_chief_worker():
-    return
+    return None
   if "do_lower_case" in f:
     resolve_casing(f, f.output_dir)
   settings = {}
@@ -276,6 +277,7 @@ def check_run_settings(flag_values, names):
       settings[name] = value
   run_settings.check(f.output_dir, settings, growing=_GROWING_SETTINGS,
                      start_over=f.start_over)
+  return settings
 
 
 def _is_chief_worker():
@@ -403,10 +405,11 @@ def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions):
   return strategy, config, tokenizer
 
 
-def training_settings(flag_values, num_train_steps, num_warmup_steps):
+def training_settings(flag_values, num_train_steps, num_warmup_steps, recorded=None):
   """The training flags as TrainingSettings, for `num_train_steps` with
-  `num_warmup_steps` of warm-up."""
+  `num_warmup_steps` of warm-up; `recorded`: check_run_settings' result."""
   return training.TrainingSettings(
+      recorded_settings=recorded,
       output_dir=flag_values.output_dir, num_train_steps=num_train_steps,
       num_warmup_steps=num_warmup_steps, train_batch_size=flag_values.train_batch_size,
       learning_rate=flag_values.learning_rate, init_checkpoint=flag_values.init_checkpoint,
@@ -426,11 +429,13 @@ def _value(flag_values, name, default):
   return flag_values[name].value if name in flag_values else default
 
 
-def driver_settings(flag_values, pad_by_default=False):
-  """The fine-tuning flags as the driver's Settings (tasks/driver.py)."""
+def driver_settings(flag_values, pad_by_default=False, recorded=None):
+  """The fine-tuning flags as the driver's Settings (tasks/driver.py);
+  `recorded`: check_run_settings' result."""
   f = flag_values
   return driver.Settings(
-      output_dir=f.output_dir, training=training_settings(f, 0, 0), do_train=f.do_train,
+      output_dir=f.output_dir, training=training_settings(f, 0, 0, recorded),
+      do_train=f.do_train,
       do_eval=_value(f, "do_eval", False), do_predict=f.do_predict, export_dir=f.export_dir,
       init_checkpoint=f.init_checkpoint, num_train_epochs=f.num_train_epochs,
       warmup_proportion=f.warmup_proportion, seed=f.seed,

@@ -51,7 +51,7 @@ flags.DEFINE_integer("early_stopping_patience", 0,
                      "With --eval_every_steps: stop after this many evaluations without a "
                      "better micro F1. 0: never.")
 
-# What decides a run's result (plumbing/run_settings.py), besides the shared ones.
+# What decides a run's result (plumbing/run_directory/settings.py), besides the shared ones.
 SETTINGS = run_flags.TRAINING_SETTINGS + (
     "train_file", "text_a_column", "text_b_column", "label_column", "label_names",
     "label_separator", "eval_every_steps", "early_stopping_patience")
@@ -61,14 +61,14 @@ def main(_):
   logging.set_verbosity(logging.INFO)
   # First: a changed run does not continue another; then a mistake in a data
   # file shows before any work.
-  run_flags.check_run_settings(FLAGS, SETTINGS)
+  recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   processor = run_flags.user_files_processor(FLAGS, separator=FLAGS.label_separator)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   files.write_labels(FLAGS.output_dir, processor.get_labels())
   files.write_problem(FLAGS.output_dir, heads.MULTI_LABEL)
   task = multi_label.MultiLabelTask(processor, tokenizer, FLAGS.max_seq_length,
                                     run_flags.export_settings(FLAGS), FLAGS.threshold)
-  driver.run(task, run_flags.driver_settings(FLAGS), strategy, config)
+  driver.run(task, run_flags.driver_settings(FLAGS, recorded=recorded), strategy, config)
 
 
 def cli_main():

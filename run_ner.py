@@ -87,6 +87,10 @@ flags.DEFINE_string("predict_file", None,
                     "trained by --do_train).")
 
 
+# What decides a run's result (plumbing/run_directory/settings.py), besides the shared ones.
+SETTINGS = run_flags.TRAINING_SETTINGS + ("data_dir", "train_file", "doc_stride")
+
+
 def _split_files():
   """--train_file, --dev_file, --test_file by split, checked before any work:
   not with --data_dir, each there, and one for each split the run reads."""
@@ -113,6 +117,7 @@ def _check_actions(flag_values):
 
 def main(_):
   logging.set_verbosity(logging.INFO)
+  recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   split_files = _split_files()
   # Read first: a mistake in the file shows before any training.
   texts = raw_text.read_lines(FLAGS.predict_file) if FLAGS.predict_file else None
@@ -121,7 +126,7 @@ def main(_):
                           FLAGS.doc_stride, run_flags.export_settings(FLAGS),
                           tfds_manual_dir=FLAGS.tfds_manual_dir, split_files=split_files,
                           raw_text_words=FLAGS.raw_text_words)
-  settings = run_flags.driver_settings(FLAGS)
+  settings = run_flags.driver_settings(FLAGS, recorded=recorded)
   batch_size = run_flags.check_batch_size(FLAGS, "predict_batch_size", strategy)
   model = driver.run(task, settings, strategy, config)
   if texts is not None:

@@ -71,7 +71,7 @@ flags.DEFINE_bool("eval_one_pass", False,
                   "Evaluate every record once instead of --max_eval_steps batches "
                   "of a repeated input.")
 
-# What decides a run's result (plumbing/run_settings.py), besides the shared
+# What decides a run's result (plumbing/run_directory/settings.py), besides the shared
 # ones; the vocabulary and masking flags count only with --dynamic_masking.
 _SETTINGS = ("input_file", "max_predictions_per_seq", "pretraining_objective",
              "dynamic_masking")
@@ -84,7 +84,7 @@ def main(_):
     raise UserError("At least one of `do_train` or `do_eval` must be True.")
   shared = [n for n in run_flags.TRAINING_SETTINGS if n not in _MASKING_SETTINGS]
   masking = list(_MASKING_SETTINGS) if FLAGS.dynamic_masking else []
-  run_flags.check_run_settings(FLAGS, shared + list(_SETTINGS) + masking)
+  recorded = run_flags.check_run_settings(FLAGS, shared + list(_SETTINGS) + masking)
   strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
   config = run_flags.load_config(FLAGS)
   input_files = text_io.expand_globs(FLAGS.input_file)
@@ -105,7 +105,8 @@ def main(_):
           input_context=input_context, objective=FLAGS.pretraining_objective,
           trim_to_multiple=run_flags.trim_to_multiple(FLAGS), masking=masking)
     settings = run_flags.training_settings(FLAGS, num_train_steps=FLAGS.num_train_steps,
-                                           num_warmup_steps=FLAGS.num_warmup_steps)
+                                           num_warmup_steps=FLAGS.num_warmup_steps,
+                                           recorded=recorded)
     step = training.train(strategy, model, losses.ModelLoss(model), dataset_fn,
                           settings, deferred=deferred).step
   elif FLAGS.do_eval:

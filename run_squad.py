@@ -76,7 +76,7 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
                    "null.")
 
 
-# What decides a run's result (plumbing/run_settings.py), besides the shared ones.
+# What decides a run's result (plumbing/run_directory/settings.py), besides the shared ones.
 SETTINGS = run_flags.TRAINING_SETTINGS + (
     "train_file", "doc_stride", "max_query_length", "version_2_with_negative")
 
@@ -99,7 +99,7 @@ def validate_flags(flag_values):
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  run_flags.check_run_settings(FLAGS, SETTINGS)
+  recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, validate_flags)
   settings = squad_task.SquadSettings(**{
       field.name: getattr(FLAGS, field.name)
@@ -108,7 +108,8 @@ def main(_):
   # Fixed length unless --pad_to_max_seq_length=false: the original's span
   # head scores padding positions too (they are in the training loss's softmax
   # and can take places in the n-best lists), so dropping them changes results.
-  driver.run(task, run_flags.driver_settings(FLAGS, pad_by_default=True), strategy, config)
+  driver.run(task, run_flags.driver_settings(FLAGS, pad_by_default=True, recorded=recorded),
+             strategy, config)
 
 
 def cli_main():

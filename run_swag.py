@@ -38,17 +38,17 @@ flags.DEFINE_integer("max_seq_length", 128,
                      "shorter ones padded.")
 run_flags.define_eval_and_predict_flags()  # Dev: val.csv; test: test.csv.
 
-# What decides a run's result (plumbing/run_settings.py), besides the shared ones.
+# What decides a run's result (plumbing/run_directory/settings.py), besides the shared ones.
 SETTINGS = run_flags.TRAINING_SETTINGS + ("data_dir",)
 
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  run_flags.check_run_settings(FLAGS, SETTINGS)
+  recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
   task = swag_task.SwagTask(FLAGS.data_dir, tokenizer, FLAGS.max_seq_length,
                             run_flags.export_settings(FLAGS))
-  driver.run(task, run_flags.driver_settings(FLAGS), strategy, config)
+  driver.run(task, run_flags.driver_settings(FLAGS, recorded=recorded), strategy, config)
 
 
 def cli_main():

@@ -63,7 +63,8 @@ from plumbing.errors import Stopped
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing import progress
-from plumbing import run_lock
+from plumbing.run_directory import lock as run_lock
+from plumbing.run_directory import settings as run_settings
 from plumbing import stop_request
 
 
@@ -98,6 +99,8 @@ class TrainingSettings(object):
   adam_epsilon: float = 1e-6
   decay_after_warmup: bool = False
   clip_dense_norm: bool = False
+  # What the run records as its settings when it starts (plumbing/run_directory).
+  recorded_settings: Optional[dict] = None
 
 
 def fine_tuning_steps(num_examples, train_batch_size, num_train_epochs, warmup_proportion):
@@ -145,11 +148,14 @@ def train(strategy, model, loss_fn, dataset_fn, settings, counts=(), optimizer=N
   callback(step) runs every that many steps and at the end, and returning
   True stops training there (early stopping; a checkpoint is saved). While
   it trains, another run cannot train into the same output_dir
-  (plumbing/run_lock.py). `deferred`: as load_weights'.
+  (plumbing/run_directory/lock.py); `settings.recorded_settings` is
+  recorded there first. `deferred`: as load_weights'.
   """
   files.makedirs(settings.output_dir)
-  lock = run_lock.hold(settings.output_dir) if is_chief(strategy) else contextlib.nullcontext()
-  with lock:
+  chief = is_chief(strategy)
+  with run_lock.hold(settings.output_dir) if chief else contextlib.nullcontext():
+    if chief and settings.recorded_settings is not None:
+      run_settings.write(settings.output_dir, settings.recorded_settings)
     return _train(strategy, model, loss_fn, dataset_fn, settings, counts, optimizer,
                   stop_after_steps, evaluate_every, deferred)
 

@@ -3,8 +3,8 @@ best/ when its evaluations reach the latest checkpoint, else the latest;
 --weights picks another; each choice named in one log line."""
 
 import json
+import logging
 
-from absl import logging
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -50,14 +50,14 @@ def _loaded(directory, weights=None):
 
 def test_best_is_read_when_its_evaluations_reach_the_latest_checkpoint(tmp_path, caplog):
   run = _run_directory(tmp_path, evaluated=(10, 20, 50, 75))
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     assert _loaded(run) == (10.0, 10)
   [line] = [r.getMessage() for r in caplog.records if "Reading the weights" in r.getMessage()]
   assert str(run / "best" / "ckpt-10") in line
   assert "the best on dev (eval_f1 = 0.900000 at step 10)" in line
   assert "the latest checkpoint, step 75, is read with --weights=latest" in line
   caplog.clear()
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     assert _loaded(run, "latest") == (75.0, 75)
   assert "best/ holds the best on dev" in caplog.text
   assert _loaded(run, "best") == (10.0, 10)
@@ -66,7 +66,7 @@ def test_best_is_read_when_its_evaluations_reach_the_latest_checkpoint(tmp_path,
 
 def test_best_of_an_earlier_stretch_of_training_is_passed_over_with_a_line(tmp_path, caplog):
   run = _run_directory(tmp_path, evaluated=(10, 20, 50))  # Trained on to 75 without evaluating.
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     assert _loaded(run) == (75.0, 75)
   assert "best/ was passed over: its evaluations end at step 50" in caplog.text
   with pytest.raises(UserError, match="best/ holds evaluations up to step 50 only"):

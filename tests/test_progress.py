@@ -1,7 +1,7 @@
 """Progress lines: the rate and time left of long loops (plumbing/progress.py),
 in training, evaluation and prediction logs."""
 
-from absl import logging
+import logging
 
 from conftest import run_cli_cases
 from plumbing import progress
@@ -26,7 +26,7 @@ def test_rate_leaves_out_the_first_update_and_time_left_follows_it(caplog):
   clock = _Clock()
   counter = progress.Progress("examples", total=1000, first_after=10, every=60, clock=clock)
   clock.now += 8  # Tracing and compiling, then the first batch of 100.
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     counter.advance(100)
     assert caplog.text == ""  # Not yet 10 s.
     assert counter.rate() == 100 / 8
@@ -35,7 +35,7 @@ def test_rate_leaves_out_the_first_update_and_time_left_follows_it(caplog):
   assert counter.rate() == 100.0 and counter.time_left() == 7.0
   assert "Ran 300 of 1,000 examples: 100.0 examples/s, about 7 s left." in caplog.text
   caplog.clear()
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     clock.now += 30
     counter.advance(300)  # Within a minute of the last line: none.
     assert caplog.text == ""
@@ -43,7 +43,7 @@ def test_rate_leaves_out_the_first_update_and_time_left_follows_it(caplog):
     counter.advance(100)
   assert "Ran 700 of 1,000 examples" in caplog.text
   caplog.clear()
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     counter.advance(300)
     counter.finish()
   assert caplog.text.strip().endswith("Ran 1,000 examples in 1 min 11 s: 14.1 examples/s.")

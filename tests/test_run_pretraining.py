@@ -77,7 +77,7 @@ def test_sigterm_saves_the_step_it_stopped_at_and_the_rerun_matches_original(tmp
 _HOLD_LOCK = r"""
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from plumbing import run_lock
+from plumbing.run_directory import lock as run_lock
 with run_lock.hold(sys.argv[2]):
   print("held", flush=True)
   time.sleep(600)

@@ -3,9 +3,9 @@
 Run again, a training command resumes from the checkpoints in its
 --output_dir, as the original's Estimator did. So that a changed command does
 not silently continue another run, a training run records the settings that
-decide what it computes in `<output_dir>/run_settings.json`, and the next
-training run into a directory holding checkpoints compares its own with them
-before any work:
+decide what it computes in `<output_dir>/run_settings.json` when it starts
+training (`write`), and the next training run into a directory holding
+checkpoints compares its own with them before any work (`check`):
 
   * the same settings: it resumes, as before;
   * more steps or epochs (`growing` settings) and nothing else: it continues,
@@ -31,7 +31,7 @@ from absl import logging
 
 from plumbing.errors import UserError
 from plumbing import files
-from plumbing import run_lock
+from plumbing.run_directory import lock as run_lock
 
 FILE_NAME = "run_settings.json"
 PREVIOUS_RUNS = "previous_runs"
@@ -98,19 +98,20 @@ def has_checkpoints(output_dir):
 
 def check(output_dir, settings, growing=(), start_over=False):
   """Compares `settings` ({flag name: JSON value}) with what a run in
-  `output_dir` recorded, as the module docstring says, and records them.
-  `growing`: the names whose values may grow (steps, epochs)."""
+  `output_dir` recorded, as the module docstring says (with `start_over`,
+  moves that run aside instead); writes nothing else: training records
+  them when it starts. `growing`: the names whose values may grow (steps,
+  epochs)."""
   if start_over:
     _move_aside(output_dir)
   elif has_checkpoints(output_dir):
     recorded = read(output_dir)
     if recorded is None:
       logging.info("%s holds checkpoints of a run whose settings were not recorded: "
-                   "resuming it with this command's settings, which are recorded now.",
+                   "resuming it with this command's settings, recorded from now on.",
                    output_dir)
     else:
       _compare(output_dir, recorded, settings, growing)
-  write(output_dir, settings)
 
 
 def _compare(output_dir, recorded, settings, growing):

@@ -15,8 +15,9 @@ costs.
    (run_ner.py --do_predict); reading the raw text cut by the basic split
    (the original BasicTokenizer's: every punctuation mark a word) and by the
    Treebank split (run_ner.py --predict_file --raw_text_words=...). With
-   each, how many entities begin or end with punctuation, and how many are
-   punctuation alone.
+   each, how many entities begin or end with punctuation: any (`U.S.` does),
+   and a CoNLL word of punctuation alone (`. Dale`, `(USA`); and how many
+   are punctuation alone.
 Prints a table and writes bench/output/ner_raw_text.{md,json}. Not timed.
 """
 
@@ -73,14 +74,20 @@ def f1(gold, predicted):
                              if precision + recall else 0.0)
 
 
-def punctuation_counts(entities):
-  """(entities beginning or ending with punctuation, entities of punctuation
-  alone) among [(type, text)] per sentence."""
+def punctuation_counts(entities, texts):
+  """(entities beginning or ending with punctuation, those whose first or
+  last character lies in a gold word of punctuation alone, entities of
+  punctuation alone) among [(type, text, start, end)] per sentence."""
   # pylint: disable=protected-access  (the original's predicate)
   punctuation = tokenization._is_punctuation
-  flat = [text for sentence in entities for _, text in sentence]
-  return (sum(punctuation(t[0]) or punctuation(t[-1]) for t in flat if t),
-          sum(all(punctuation(c) or c.isspace() for c in t) for t in flat))
+  edges = stray = alone = 0
+  for sentence, (text, spans) in zip(entities, texts):
+    lone = {i for s, e in spans if all(punctuation(c) for c in text[s:e]) for i in range(s, e)}
+    for _, words, start, end in sentence:
+      edges += bool(words) and (punctuation(words[0]) or punctuation(words[-1]))
+      stray += start in lone or end - 1 in lone
+      alone += all(punctuation(c) or c.isspace() for c in words)
+  return edges, stray, alone
 
 
 def run(cmd, label):
@@ -130,15 +137,16 @@ def main():
        "--num_train_epochs=%g" % args.epochs, "--learning_rate=%g" % args.learning_rate,
        "--train_batch_size=32"] + model_flags, "NER fine-tuning")
 
-  def as_pairs(text, spans, found):
-    return [(kind, text[spans[first][0]:spans[last][1]]) for kind, first, last in found]
+  def as_entities(text, spans, found):
+    return [(kind, text[spans[first][0]:spans[last][1]], spans[first][0], spans[last][1])
+            for kind, first, last in found]
 
-  gold = [as_pairs(text, spans, entity_words(conll.to_iob2(s.tags)))
+  gold = [as_entities(text, spans, entity_words(conll.to_iob2(s.tags)))
           for s, (text, spans) in zip(dev, texts)]
   with open(os.path.join(tagger_dir, "predictions.txt"), encoding="utf-8") as f:
     rows = [[line.split() for line in block.splitlines()]
             for block in f.read().split("\n\n") if block.strip()]
-  readings = {"gold words": [as_pairs(text, spans, entity_words(conll.to_iob2(
+  readings = {"gold words": [as_entities(text, spans, entity_words(conll.to_iob2(
       [r[2] for r in sentence_rows]))) for sentence_rows, (text, spans) in zip(rows, texts)]}
   for split in ("basic", "treebank"):
     run([sys.executable, "run_ner.py", "--predict_file=" + os.path.join(data_dir, "raw.txt"),
@@ -146,26 +154,32 @@ def main():
     with open(os.path.join(tagger_dir, "entities.jsonl"), encoding="utf-8") as f:
       lines = [json.loads(line) for line in f]
     readings["raw text, %s split" % split] = [
-        [(e["type"], e["text"]) for e in line["entities"]] for line in lines]
+        [(e["type"], e["text"], e["start"], e["end"]) for e in line["entities"]]
+        for line in lines]
+
+  def pairs(entities):
+    return [[(kind, text) for kind, text, _, _ in sentence] for sentence in entities]
 
   rows_out = []
   for name, predicted in readings.items():
-    precision, recall, score = f1(gold, predicted)
-    edges, alone = punctuation_counts(predicted)
+    precision, recall, score = f1(pairs(gold), pairs(predicted))
+    edges, stray, alone = punctuation_counts(predicted, texts)
     rows_out.append({"reading": name, "precision": round(precision, 2),
                      "recall": round(recall, 2), "f1": round(score, 2),
                      "entities": sum(map(len, predicted)), "punctuation_at_an_end": edges,
-                     "punctuation_alone": alone})
-  edges, alone = punctuation_counts(gold)
+                     "punctuation_word_at_an_end": stray, "punctuation_alone": alone})
+  edges, _, _ = punctuation_counts(gold, texts)
   table = ["Entities (type, text) of the first %d CoNLL-2003 dev sentences written as raw text "
            "(sacremoses' MosesDetokenizer); tagger: all-MiniLM-L6-v2 fine-tuned on the train "
            "file, %g epochs, learning rate %g, batch 32, length %d. Gold: %d entities, %d "
            "beginning or ending with punctuation (such as U.S.)." % (
                len(dev), args.epochs, args.learning_rate, SEQ, sum(map(len, gold)), edges),
-           "", "| reading | precision | recall | F1 | entities | begin or end with "
-           "punctuation | punctuation alone |", "|---|---|---|---|---|---|---|"]
+           "", "| reading | precision | recall | F1 | entities | punctuation at an end | "
+           "a CoNLL word of punctuation alone at an end | punctuation alone |",
+           "|---|---|---|---|---|---|---|---|"]
   table += ["| %(reading)s | %(precision).2f | %(recall).2f | %(f1).2f | %(entities)d | "
-            "%(punctuation_at_an_end)d | %(punctuation_alone)d |" % row for row in rows_out]
+            "%(punctuation_at_an_end)d | %(punctuation_word_at_an_end)d | "
+            "%(punctuation_alone)d |" % row for row in rows_out]
   print("\n".join(table))
   with open(os.path.join(args.output_dir, "ner_raw_text.md"), "w", encoding="utf-8") as f:
     f.write("\n".join(table) + "\n")

@@ -8,17 +8,15 @@
 
 One text per input line, or a pair as `A ||| B`. The output is the
 original's JSON lines (see tasks/feature_extraction.py); additions:
---output_format=npz|tfrecord for the float32 numbers, and --pooling=cls|mean
-for one vector per line. The input is read twice (first to check every
-line), streamed through the model, and written under a temporary name.
+--output_format=npz|tfrecord for the float32 numbers, and
+--pooling=cls|mean|max for one vector per line and layer (embed.py makes
+sentence vectors). The input is read twice (first to check every line),
+streamed through the model, and written under a temporary name.
 """
-
-import collections
 
 from absl import flags
 from absl import logging
 from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
-import tensorflow as tf
 
 from data_prep import tokenization
 import modeling
@@ -26,7 +24,6 @@ from modeling import inference
 from modeling import training
 from plumbing import cli
 from plumbing import progress as progress_lib
-from plumbing import tf_example
 from plumbing.errors import UserError
 import run_flags
 from tasks import feature_extraction
@@ -61,8 +58,9 @@ flags.DEFINE_enum("output_format", "json", list(feature_extraction.OUTPUT_FORMAT
                   "json: the original's JSON lines; npz or tfrecord: the float32 "
                   "numbers themselves (4 bytes each, exact).")
 flags.DEFINE_enum("pooling", "none", list(feature_extraction.POOLINGS),
-                  "One vector per line and layer: the [CLS] token's (cls) or the "
-                  "mean over the line's tokens, [CLS] and [SEP] included (mean).")
+                  "One vector per line and layer: the [CLS] token's (cls), or the "
+                  "mean (mean) or the largest value of each component (max) over the "
+                  "line's tokens, [CLS] and [SEP] included.")
 
 
 def layer_indexes(config):
@@ -80,19 +78,6 @@ def layer_indexes(config):
   return indexes
 
 
-def _feature_stream(tokenizer, pending, num_lines, global_batch):
-  """Model inputs line by line (each line's feature is queued in `pending`
-  for the writer), then zero rows to fill the last batch."""
-  seq = FLAGS.max_seq_length
-  for feature in feature_extraction.convert_examples(
-      feature_extraction.read_examples(FLAGS.input_file), seq, tokenizer):
-    pending.append(feature)
-    yield {"input_ids": feature.input_ids, "input_mask": feature.input_mask,
-           "segment_ids": feature.input_type_ids}
-  for _ in range(-num_lines % global_batch):
-    yield {k: [0] * seq for k in ("input_ids", "input_mask", "segment_ids")}
-
-
 def main(_):
   logging.set_verbosity(logging.INFO)
   strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
@@ -107,27 +92,20 @@ def main(_):
     model = modeling.BertModel(config)
   training.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
 
-  pending = collections.deque()
-  spec = tf.TensorSpec([FLAGS.max_seq_length], tf.int32)
-  dataset = tf.data.Dataset.from_generator(
-      lambda: _feature_stream(tokenizer, pending, num_lines, FLAGS.batch_size),
-      output_signature={"input_ids": spec, "input_mask": spec, "segment_ids": spec})
-  dataset = tf_example.batched(dataset, FLAGS.batch_size, drop_remainder=True,
-                               trim_to_multiple=run_flags.trim_to_multiple(FLAGS))
   pooled = FLAGS.pooling != "none"
 
   def replica(features):
-    return (inference.layer_vectors(model, features, indexes, FLAGS.pooling),)
+    return inference.layer_vectors(model, features, indexes, FLAGS.pooling)
 
   writer = feature_extraction.WRITERS[FLAGS.output_format](
       FLAGS.output_file, indexes, FLAGS.pooling)
   progress = progress_lib.Progress("lines", num_lines, verb="Extracted")
   try:
-    for (vectors,) in inference.stream_batches(strategy, replica, dataset):
-      for row in vectors[:num_lines - progress.done]:
-        feature = pending.popleft()
-        writer.write(feature, row if pooled else row[:, :len(feature.tokens)])
-        progress.advance(1)
+    for feature, row in feature_extraction.vectors_by_line(
+        strategy, replica, FLAGS.input_file, num_lines, tokenizer, FLAGS.max_seq_length,
+        FLAGS.batch_size, run_flags.trim_to_multiple(FLAGS)):
+      writer.write(feature, row if pooled else row[:, :len(feature.tokens)])
+      progress.advance(1)
   except BaseException:
     writer.abort()
     raise

@@ -1,8 +1,11 @@
 """extract_features.py's input and outputs: text lines in, vectors out.
 
 Input: one text per line, or a pair written `A ||| B` (split at the last
-" ||| ", as the original's greedy pattern does). Every line is checked before
-the model runs, so a bad line stops the job at once with its number.
+" ||| ", as the original's greedy pattern does; with pairs=False, as embed.py
+reads lines, every line is one text). Every line is checked before the model
+runs, so a bad line stops the job at once with its number. The lines are
+then streamed through the model (`vectors_by_line`), so memory stays at a
+batch whatever the file's size.
 
 Outputs (each written under a temporary name, renamed when complete):
   * `json`: the original's JSON lines, one per input line:
@@ -14,8 +17,8 @@ Outputs (each written under a temporary name, renamed when complete):
     bounded;
   * `tfrecord`: one tf.train.Example per line with `linex_index`, `tokens`,
     `layers`, `values` (float list, row-major) and `shape`.
-With pooling (`cls` or `mean`) each line has one vector per layer instead of
-one per token: JSON lines {"linex_index", "pooling", "layers"}, npz `values`
+With pooling (`cls`, `mean` or `max`: modeling.inference.pooled) each line
+has one vector per layer instead of one per token: JSON lines {"linex_index", "pooling", "layers"}, npz `values`
 [lines, L, hidden], TFRecord `values` of shape [L, hidden].
 """
 
@@ -30,15 +33,17 @@ import zipfile
 from absl import logging
 import numpy as np
 
+from modeling import inference
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
+from plumbing import tf_example
 from plumbing import tfrecord
 from tasks import pair_packing
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 OUTPUT_FORMATS = ("json", "npz", "tfrecord")
-POOLINGS = ("none", "cls", "mean")
+POOLINGS = ("none",) + inference.POOLINGS
 
 
 class InputExample(object):
@@ -66,26 +71,26 @@ def _lines(input_file):
       yield number, raw[:-1] if raw.endswith(b"\n") else raw
 
 
-def _example(input_file, number, raw):
+def _example(input_file, number, raw, pairs=True):
   try:
     line = raw.decode("utf-8")
   except UnicodeDecodeError as e:
     raise UserError("%s:%d: not UTF-8 (byte %d of the line); convert the file to "
                     "UTF-8." % (input_file, number, e.start + 1)) from None
   line = line.strip()  # An empty line is an empty text: [CLS] [SEP], as the original.
-  match = _PAIR.match(line)
+  match = _PAIR.match(line) if pairs else None
   if match is None:
     return InputExample(number - 1, line, None)
   return InputExample(number - 1, match.group(1), match.group(2))
 
 
-def check_input(input_file):
+def check_input(input_file, pairs=True):
   """The number of lines, after checking that every one is UTF-8. An empty
   line is kept, as the original keeps it (its features are [CLS] [SEP], so
   output lines stay aligned with input lines), with a warning."""
   count = 0
   for number, raw in _lines(input_file):
-    if not _example(input_file, number, raw).text_a:
+    if not _example(input_file, number, raw, pairs).text_a:
       logging.warning("%s:%d: empty line: its features are those of [CLS] [SEP].",
                       input_file, number)
     count = number
@@ -94,10 +99,11 @@ def check_input(input_file):
   return count
 
 
-def read_examples(input_file):
-  """InputExamples, one per line, streamed; unique_id is the line index."""
+def read_examples(input_file, pairs=True):
+  """InputExamples, one per line, streamed; unique_id is the line index.
+  pairs=False: every line is one text, whatever it holds."""
   for number, raw in _lines(input_file):
-    yield _example(input_file, number, raw)
+    yield _example(input_file, number, raw, pairs)
 
 
 def convert_examples(examples, seq_length, tokenizer, chunk=1024):
@@ -115,6 +121,35 @@ def convert_examples(examples, seq_length, tokenizer, chunk=1024):
                                                       type_ids.tolist()):
       tokens = tokenizer.convert_ids_to_tokens(row_ids[:sum(row_mask)])
       yield InputFeatures(example.unique_id, tokens, row_ids, row_mask, row_types)
+
+
+def vectors_by_line(strategy, replica_fn, input_file, num_lines, tokenizer, seq_length,
+                    batch_size, trim_to_multiple=None, pairs=True):
+  """(InputFeatures, vectors) of each line of `input_file` (num_lines of
+  them, check_input's count), in order: replica_fn(features) -> a tensor of
+  one row per example, run over global batches of `batch_size` (the last
+  filled with rows of zeros, which are dropped), each cut to its longest
+  row with `trim_to_multiple`. Streamed: a batch at a time in memory."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  pending = collections.deque()  # Each line's feature, until its vectors come.
+  names = ("input_ids", "input_mask", "segment_ids")
+
+  def stream():
+    for feature in convert_examples(read_examples(input_file, pairs), seq_length, tokenizer):
+      pending.append(feature)
+      yield dict(zip(names, (feature.input_ids, feature.input_mask, feature.input_type_ids)))
+    for _ in range(-num_lines % batch_size):
+      yield {name: [0] * seq_length for name in names}
+
+  spec = tf.TensorSpec([seq_length], tf.int32)
+  dataset = tf.data.Dataset.from_generator(stream, output_signature={n: spec for n in names})
+  dataset = tf_example.batched(dataset, batch_size, drop_remainder=True,
+                               trim_to_multiple=trim_to_multiple)
+  done = 0
+  for (vectors,) in inference.stream_batches(strategy, lambda f: (replica_fn(f),), dataset):
+    for row in vectors[:num_lines - done]:
+      done += 1
+      yield pending.popleft(), row
 
 
 # ----------------------------------------------------------------------------

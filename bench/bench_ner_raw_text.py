@@ -18,11 +18,13 @@ costs.
    each, how many entities begin or end with punctuation: any (`U.S.` does),
    and a CoNLL word of punctuation alone (`. Dale`, `(USA`); and how many
    are punctuation alone.
-Prints a table and writes bench/output/ner_raw_text.{md,json}. Not timed.
+Prints a table and writes docs/benchmarks/ner_raw_text.{md,json} (--page),
+with the machine, date and command. Not timed.
 """
 
 import argparse
 import collections
+import datetime
 import json
 import os
 import subprocess
@@ -104,7 +106,11 @@ def main():
   parser.add_argument("--epochs", type=float, default=3.0)
   parser.add_argument("--learning_rate", type=float, default=1e-4)
   parser.add_argument("--conll_dir", default=os.path.join(common.SHARED_DATA, "conll2003"))
-  parser.add_argument("--output_dir", default=os.path.join(common.REPO_ROOT, "bench", "output"))
+  parser.add_argument("--output_dir", default=os.path.join(common.REPO_ROOT, "bench", "output"),
+                      help="The tagger and its data (kept: a rerun evaluates it again).")
+  parser.add_argument("--page", default=os.path.join(common.REPO_ROOT, "docs", "benchmarks",
+                                                     "ner_raw_text"),
+                      help="Where the results go, without .md / .json.")
   args = parser.parse_args()
   if pretrained.hf_directory() is None:
     print("ner_raw_text: skipped: " + pretrained.WHERE)
@@ -169,11 +175,18 @@ def main():
                      "entities": sum(map(len, predicted)), "punctuation_at_an_end": edges,
                      "punctuation_word_at_an_end": stray, "punctuation_alone": alone})
   edges, _, _ = punctuation_counts(gold, texts)
-  table = ["Entities (type, text) of the first %d CoNLL-2003 dev sentences written as raw text "
-           "(sacremoses' MosesDetokenizer); tagger: all-MiniLM-L6-v2 fine-tuned on the train "
-           "file, %g epochs, learning rate %g, batch 32, length %d. Gold: %d entities, %d "
-           "beginning or ending with punctuation (such as U.S.)." % (
-               len(dev), args.epochs, args.learning_rate, SEQ, sum(map(len, gold)), edges),
+  machine, date = common.machine(), datetime.date.today().isoformat()
+  command = "python -m bench.bench_ner_raw_text --sentences=%d --epochs=%g --learning_rate=%g" % (
+      args.sentences, args.epochs, args.learning_rate)
+  table = ["# Raw-text NER: entities as the tagger learned its words", "",
+           "Made by `%s` on %s: %s (%s), %d cores. Entities (type, text) of the first %d "
+           "CoNLL-2003 dev sentences written as raw text (sacremoses' MosesDetokenizer); "
+           "tagger: all-MiniLM-L6-v2 fine-tuned on the train file, %g epochs, learning rate "
+           "%g, batch 32, length %d. Gold: %d entities, %d beginning or ending with "
+           "punctuation (such as U.S.)." % (
+               command, date, machine["cpu"], ", ".join(machine["cpu_flags"]),
+               machine["cores"], len(dev), args.epochs, args.learning_rate, SEQ,
+               sum(map(len, gold)), edges),
            "", "| reading | precision | recall | F1 | entities | punctuation at an end | "
            "a CoNLL word of punctuation alone at an end | punctuation alone |",
            "|---|---|---|---|---|---|---|---|"]
@@ -181,12 +194,12 @@ def main():
             "%(punctuation_at_an_end)d | %(punctuation_word_at_an_end)d | "
             "%(punctuation_alone)d |" % row for row in rows_out]
   print("\n".join(table))
-  with open(os.path.join(args.output_dir, "ner_raw_text.md"), "w", encoding="utf-8") as f:
-    f.write("\n".join(table) + "\n")
-  with open(os.path.join(args.output_dir, "ner_raw_text.json"), "w", encoding="utf-8") as f:
-    json.dump({"sentences": len(dev), "epochs": args.epochs,
-               "learning_rate": args.learning_rate, "gold_entities": sum(map(len, gold)),
-               "gold_punctuation_at_an_end": edges, "readings": rows_out}, f, indent=2)
+  common.write_text(args.page + ".md", "\n".join(table) + "\n")
+  common.write_text(args.page + ".json", json.dumps(
+      {"command": command, "date": date, "machine": machine, "sentences": len(dev),
+       "epochs": args.epochs, "learning_rate": args.learning_rate,
+       "gold_entities": sum(map(len, gold)), "gold_punctuation_at_an_end": edges,
+       "readings": rows_out}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

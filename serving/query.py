@@ -39,7 +39,7 @@ DEFAULT_SIGNATURE = "serving_default"
 EXPORT_INPUTS = (("classifier", ("--text_a", "--text_b")),
                  ("SQuAD", ("--question", "--context")),
                  ("SWAG", ("--context", "--start", "--endings")),
-                 ("NER, fill-mask", ("--text",)))
+                 ("NER, fill-mask, sentence vectors", ("--text",)))
 # TF Serving quotes at most this much of a JSON value in an error message.
 _QUOTED_CHARS = 256
 # TensorFlow's names of the types TF Serving's messages name.

@@ -9,5 +9,7 @@ files, first-piece labels, the CoNLL scorer's counts); each kind's task.py
 answers the driver. What several kinds share: sliding_windows.py (windows
 over long token sequences, each token's max-context window) and
 pair_packing.py ([CLS] A [SEP] B [SEP]). feature_extraction.py:
-extract_features' input lines and output files.
+extract_features' input lines and output files (and the stream of lines
+through the model embed.py shares); sentence_embedding/: embed.py's settings,
+from a sentence-transformers model's files, and its output files.
 """

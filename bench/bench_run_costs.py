@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import statistics
@@ -80,19 +81,33 @@ class _Row(object):
     log = os.path.join(self.scratch, "%s-%d.log" % (self.key, len(self.commands)))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     print("%s: %s" % (self.key, shlex.join(command)), flush=True)
+    busy, own = common.busy_cpu_seconds(), _children_cpu_seconds()
     seconds, megabytes = common.run_measured(command, cwd, log, env=env)
+    others = None
+    if busy is not None:
+      # What the machine's CPUs did that this command did not: other work.
+      others = max(0.0, (common.busy_cpu_seconds() - busy) - (_children_cpu_seconds() - own))
     with open(log, encoding="utf-8", errors="replace") as f:
       text = f.read()
     self.commands.append({"label": label, "command": shlex.join(command), "seconds": seconds,
-                          "peak_mb": megabytes})
-    print("  %.1f s, peak %.0f MB" % (seconds, megabytes), flush=True)
+                          "peak_mb": megabytes, "other_cpu_seconds": others})
+    print("  %.1f s, peak %.0f MB, %s CPU-seconds of other work" % (
+        seconds, megabytes, "?" if others is None else "%.0f" % others), flush=True)
     return text
 
   def result(self, disk_paths, **extra):
+    others = [c["other_cpu_seconds"] for c in self.commands]
     return dict(key=self.key, what=self.what, commands=self.commands,
+                other_cpu_seconds=None if None in others else sum(others),
                 seconds=sum(c["seconds"] for c in self.commands),
                 peak_mb=max(c["peak_mb"] for c in self.commands),
                 disk_mb=_disk(*disk_paths) / 1e6, **extra)
+
+
+def _children_cpu_seconds():
+  """CPU seconds of this process's finished children and their descendants."""
+  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return usage.ru_utime + usage.ru_stime
 
 
 def _python(script):
@@ -180,12 +195,16 @@ def _markdown(results, machine, date):
                                    machine["cores"], machine["memory_gb"], machine["system"],
                                    machine["python"]), "",
            "| run | wall time | peak memory | disk | notes |", "|---|---|---|---|---|"]
+  lines[2] += (" Other work on the machine during each run is measured (CPU-seconds the "
+               "CPUs spent on other processes) and shown where there was any.")
   for r in results:
     notes = []
     if r.get("seconds_per_step"):
       notes.append("%.1f s a step after the first" % r["seconds_per_step"])
     if r.get("steps"):
       notes.append("%d steps" % r["steps"])
+    if r.get("other_cpu_seconds") and r["other_cpu_seconds"] >= 1:
+      notes.append("other work: %.0f CPU-seconds" % r["other_cpu_seconds"])
     lines.append("| %s | %s | %.1f GB | %.2f GB | %s |" % (
         r["what"], _duration(r["seconds"]), r["peak_mb"] / 1e3, r["disk_mb"] / 1e3,
         "; ".join(notes)))

@@ -447,3 +447,46 @@ def test_sentence_vectors_run_as_written(tmp_path):
   (answer,) = json.loads(outputs[2].stdout)["predictions"]
   assert len(answer["embedding"]) == 384 and answer["num_tokens"] == 8
   np.testing.assert_allclose(np.linalg.norm(answer["embedding"]), 1, atol=1e-5)
+
+
+def test_keras_hub_presets_run_as_written(tmp_path):
+  """The README's "keras-hub presets", as written: a preset keras-hub saved
+  converts, is fine-tuned "as above" (the Hugging Face section's command on
+  the converted files) and goes back to a preset that keras-hub's
+  BertTextClassifier loads without a warning, giving our fine-tuned logits."""
+  import warnings  # pylint: disable=g-import-not-at-top
+  import keras_hub  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  vocab = open(data_file("vocab/bert_uncased_vocab.txt"), encoding="utf-8").read().splitlines()
+  preset = str(tmp_path / "preset")
+  keras_hub.models.BertBackbone(vocabulary_size=len(vocab), num_layers=2, num_heads=2,
+                                hidden_dim=32, intermediate_dim=64).save_to_preset(preset)
+  keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True).save_to_preset(preset)
+  glue_dir = str(tmp_path / "glue_data")
+  _write_mrpc(os.path.join(glue_dir, "MRPC"))
+  convert_in, convert_out = _quick_start_commands("## keras-hub presets")
+  (fine_tune,) = [c for c in _quick_start_commands("## Start from a Hugging Face checkpoint")
+                  if "run_classifier.py" in c]
+  fine_tune = re.sub(r" --export_dir=\S+", "", fine_tune.replace("/tmp/hf_", "/tmp/kh_"))
+  for command in (convert_in, fine_tune, convert_out):
+    command = command.replace("/tmp/", str(tmp_path) + "/")
+    command = command.replace(".venv/bin/python", shlex.quote(sys.executable), 1)
+    result = subprocess.run(["bash", "-c", command], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=600,
+                            env=dict(os.environ, PRESET_DIR=preset, GLUE_DIR=glue_dir,
+                                     TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, command + "\n" + result.stderr[-3000:]
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    classifier = keras_hub.models.BertTextClassifier.from_preset(str(tmp_path / "kh_mrpc"),
+                                                                 preprocessor=None)
+  bert = tmp_path / "kh_bert"
+  config = modeling.BertConfig.from_json_file(str(bert / "bert_config.json"))
+  ours = modeling.BertClassifier(config, 2)
+  modeling.load_checkpoint(ours, str(tmp_path / "kh_mrpc_output"), log=False)
+  rng = np.random.RandomState(0)
+  ids = rng.randint(0, len(vocab), size=(2, 9)).astype(np.int32)
+  mask, segments = np.ones_like(ids), np.zeros_like(ids)
+  theirs = classifier({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
+  want = ours({"input_ids": ids, "input_mask": mask, "segment_ids": segments})["logits"]
+  np.testing.assert_allclose(np.asarray(theirs), want.numpy(), rtol=0, atol=1e-5)

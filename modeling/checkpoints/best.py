@@ -46,7 +46,7 @@ def _prefix(directory, step):
 def read_state(run_dir):
   """best/history.json of the run in `run_dir`, or None."""
   path = os.path.join(run_dir, DIRECTORY, HISTORY)
-  if files.is_remote(run_dir) or not files.exists(path):
+  if not files.exists(path):
     return None
   return json.loads(files.read_text(path))
 

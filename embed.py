@@ -22,7 +22,7 @@ from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its do
 
 from data_prep import tokenization
 import modeling
-from modeling import inference
+from modeling import pooling as pooling_lib
 from modeling import training
 from plumbing import cli
 from plumbing import progress as progress_lib
@@ -49,7 +49,7 @@ flags.DEFINE_string("sentence_transformers_dir", None,
                     "The model's sentence-transformers files (modules.json, "
                     "1_Pooling/config.json, sentence_bert_config.json): its Hugging Face "
                     "directory. Default: --vocab_file's directory, when it holds them.")
-flags.DEFINE_enum("pooling", None, list(inference.POOLINGS),
+flags.DEFINE_enum("pooling", None, list(pooling_lib.POOLINGS),
                   "The vector of a text: the mean of its tokens' last-layer vectors, "
                   "[CLS] and [SEP] included (mean), the [CLS] vector (cls), or the "
                   "largest value of each component (max). Default: the "
@@ -95,8 +95,8 @@ def _embed(strategy, model, tokenizer, settings, num_lines, kind):
 
   def replica(features):
     tokens = model(features, training=False)["sequence_output"]
-    return inference.sentence_vectors(tokens, features["input_mask"], settings.pooling,
-                                      settings.normalize)
+    return pooling_lib.sentence_vectors(tokens, features["input_mask"], settings.pooling,
+                                        settings.normalize)
 
   writer = outputs.WRITERS[kind](FLAGS.output_file, num_lines, model.config.hidden_size)
   progress = progress_lib.Progress("lines", num_lines, verb="Embedded")

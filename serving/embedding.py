@@ -7,7 +7,7 @@ embed.py's vector out.
 Signatures:
   * `serving_default`: `text` [batch] in; `embedding` [batch, hidden]
     float32 (the pooled last layer, L2-normalised if so exported:
-    modeling.inference.sentence_vectors) and `num_tokens` [batch] (the
+    modeling.pooling.sentence_vectors) and `num_tokens` [batch] (the
     tokens it pooled, [CLS] and [SEP] included) out. The text is tokenized
     in the graph and [CLS] text [SEP] cut to max_seq_length, as
     sentence-transformers cuts it.
@@ -19,7 +19,7 @@ Signatures:
 import tensorflow as tf
 
 from modeling import bert_model
-from modeling import inference
+from modeling import pooling
 from plumbing import tf_example
 from serving import export
 from serving import packing
@@ -44,8 +44,8 @@ class EmbeddingServer(export.Server):
     features = tf_example.trim_padding(features, 1)
     length = tf.shape(features["input_mask"])[1]
     tokens = export.run_model(self.model, features)["sequence_output"][:, :length]
-    return {"embedding": inference.sentence_vectors(tokens, features["input_mask"],
-                                                    self.pooling, self.normalize),
+    return {"embedding": pooling.sentence_vectors(tokens, features["input_mask"],
+                                                  self.pooling, self.normalize),
             "num_tokens": tf.reduce_sum(tf.cast(features["input_mask"], tf.int32), axis=1)}
 
 

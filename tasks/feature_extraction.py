@@ -17,7 +17,7 @@ Outputs (each written under a temporary name, renamed when complete):
     bounded;
   * `tfrecord`: one tf.train.Example per line with `linex_index`, `tokens`,
     `layers`, `values` (float list, row-major) and `shape`.
-With pooling (`cls`, `mean` or `max`: modeling.inference.pooled) each line
+With pooling (`cls`, `mean` or `max`: modeling.pooling.pooled) each line
 has one vector per layer instead of one per token: JSON lines {"linex_index", "pooling", "layers"}, npz `values`
 [lines, L, hidden], TFRecord `values` of shape [L, hidden].
 """
@@ -34,6 +34,7 @@ from absl import logging
 import numpy as np
 
 from modeling import inference
+from modeling import pooling
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
@@ -43,7 +44,7 @@ from tasks import pair_packing
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 OUTPUT_FORMATS = ("json", "npz", "tfrecord")
-POOLINGS = ("none",) + inference.POOLINGS
+POOLINGS = ("none",) + pooling.POOLINGS
 
 
 class InputExample(object):

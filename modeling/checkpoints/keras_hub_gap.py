@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from modeling import bert_model
 from modeling import heads
-from modeling import inference
+from modeling import pooling as pooling_lib
 from modeling import layers
 from modeling.checkpoints import keras_hub
 from modeling.config import BertConfig
@@ -71,8 +71,8 @@ def _outputs(model, inputs, task, masked_lm, pooling, normalize):
     return [model.classifier(encoded["pooled_output"]).numpy()]
   if task == "text_embedder":
     # BertTextEmbedder pools and normalises as sentence-transformers does.
-    return [inference.sentence_vectors(sequence, inputs["input_mask"], pooling,
-                                       normalize).numpy()]
+    return [pooling_lib.sentence_vectors(sequence, inputs["input_mask"], pooling,
+                                         normalize).numpy()]
   if task == "masked_lm":
     return [masked_lm(model, sequence).numpy()[real]]
   return [sequence.numpy()[real], encoded["pooled_output"].numpy()]

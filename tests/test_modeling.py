@@ -158,6 +158,27 @@ def test_object_based_checkpoints_load_anywhere(tmp_path):
                                 model.span.output_weights.numpy())
 
 
+def test_an_encoder_alone_reads_the_encoder_of_a_task_models_checkpoint(tmp_path):
+  """A fine-tuned run's object-based checkpoint holds a task model, its
+  encoder under `bert`: a BertModel (embed.py, extract_features) loads that
+  encoder's every weight, none drawn at random."""
+  from modeling import training  # pylint: disable=g-import-not-at-top
+  model = modeling.BertSpanPredictor(_config())
+  modeling.load_original_checkpoint(model, _ckpt(), log=False)
+  for variable in model.bert.weights:  # Not the released values: this checkpoint's own.
+    variable.assign(variable + 0.5)
+  prefix = modeling.save_checkpoint(model, str(tmp_path / "run" / "ckpt-1"))
+  with modeling.deferred_initialization() as deferral:
+    encoder = modeling.BertModel(_config())
+  deferral.pending = [(v, lambda *_: pytest.fail("drew a loaded weight"))
+                      for v, _ in deferral.pending]
+  training.load_weights(encoder, prefix, deferral)
+  assert not deferral.pending
+  want = model.bert.original_names()
+  for name, variable in encoder.original_names().items():
+    np.testing.assert_array_equal(variable.numpy(), want[name].numpy(), err_msg=name)
+
+
 def test_convert_checkpoint_cli_both_ways(tmp_path):
   def convert(src, dst, fmt, extra=()):
     result = subprocess.run(

@@ -139,12 +139,19 @@ def save_checkpoint(model, path):
 
 
 def load_checkpoint(model, path, log=True):
-  """Loads either kind of checkpoint into `model` (the model's part of it)."""
+  """Loads either kind of checkpoint into `model` (the model's part of it).
+  An encoder alone (no `heads`: a BertModel) reads the encoder of ours,
+  which every task model holds as its `bert`, else the checkpoint's model
+  itself."""
   prefix = resolve(path)
   with reporting_damage(prefix):
     if not is_object_based(prefix):
       return load_original_checkpoint(model, prefix, log=log)
-    status = tf.train.Checkpoint(model=model).read(prefix)
+    status = None
+    if not hasattr(model, "heads"):
+      status = tf.train.Checkpoint(model=tf.train.Checkpoint(bert=model)).read(prefix)
+    if status is None or not matched_every_object(status):
+      status = tf.train.Checkpoint(model=model).read(prefix)
   status.expect_partial()
   if log:
     logging.info("Loaded object-based checkpoint %s.", prefix)

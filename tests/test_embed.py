@@ -210,7 +210,7 @@ def test_flags_win_and_defaults_fill_in(tmp_path):
 
 @pytest.mark.parametrize("kind,message", [
     ("dense", "the model's modules are Transformer, Pooling, Dense, Normalize"),
-    ("two_modes", "pooling cls and mean; embed.py pools by one of cls, mean, max"),
+    ("two_modes", "pooling cls and mean; we pool by one of cls, mean, max"),
     ("weighted", "pooling weightedmean"),
     ("lower_cased_input", "lower-cases texts before a cased tokenizer"),
     ("contradiction", "--do_lower_case=True contradicts"),

@@ -100,9 +100,10 @@ def _write_released_layout(config, tensors, vocab, do_lower_case, output_checkpo
 
 
 def export_huggingface(config, input_checkpoint, directory, vocab_file, do_lower_case,
-                       architecture=None, label_names=None, problem=None):
+                       architecture=None, label_names=None, problem=None, extra=None):
   """A checkpoint of either TensorFlow kind to a Hugging Face directory
-  (`problem`: a classifier's heads.MULTI_LABEL or the like)."""
+  (`problem`: a classifier's heads.MULTI_LABEL or the like; `extra`: more
+  files, {path in the directory: text})."""
   with open(vocab_file, encoding="utf-8") as f:
     vocab = f.read()
   entries = vocab.count("\n") + (not vocab.endswith("\n"))
@@ -115,7 +116,8 @@ def export_huggingface(config, input_checkpoint, directory, vocab_file, do_lower
   tensors = {name: variable.numpy() for name, variable in model.original_names().items()
              if name not in missing}
   written = huggingface.write_directory(directory, config.to_dict(), tensors, vocab,
-                                        do_lower_case, architecture, label_names, problem)
+                                        do_lower_case, architecture, label_names, problem,
+                                        extra)
   logging.info("Wrote %s: a %s (hidden_act %s).", directory, written,
                huggingface.ACTIVATIONS_TO_HF[config.hidden_act.lower()])
   return written

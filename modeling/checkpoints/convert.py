@@ -29,6 +29,7 @@ from modeling.checkpoints import best
 from modeling.checkpoints import conversion
 from modeling.checkpoints import huggingface
 from modeling.checkpoints import keras_hub
+from modeling.checkpoints import sentence_transformers
 from modeling.config import BertConfig
 from plumbing import files
 from plumbing.errors import UserError
@@ -109,7 +110,23 @@ def _export_huggingface(config, input_checkpoint, source, output_dir, bert_confi
   label_names = label_names or files.read_labels(run_dir)
   problem = files.read_problem(run_dir)
   conversion.export_huggingface(config, source, output_dir, vocab_file, do_lower_case,
-                                hf_architecture, label_names, problem)
+                                hf_architecture, label_names, problem,
+                                _sentence_vectors(run_dir, config))
+
+
+def _sentence_vectors(run_dir, config):
+  """The sentence-transformers files of the vectors a run recorded (an
+  embedding fine-tuning run, a keras-hub embedder's import), written anew
+  for the Hugging Face directory so that sentence-transformers loads it as
+  a sentence model; {} for any other run."""
+  if not sentence_transformers.holds_files(run_dir):
+    return {}
+  found, _ = sentence_transformers.read_files(run_dir)
+  pooling, normalize = found["pooling"][0], found["normalize"][0]
+  length = found.get("max_seq_length", (min(512, config.max_position_embeddings),))[0]
+  logging.info("Sentence vectors as %s records them: %s pooling, %snormalised, texts cut to "
+               "%d tokens.", run_dir, pooling, "" if normalize else "not ", length)
+  return sentence_transformers.contents(config.hidden_size, pooling, normalize, length)
 
 
 def _export_keras_hub(config, input_checkpoint, source, output_dir, bert_config_file,

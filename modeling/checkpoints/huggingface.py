@@ -482,11 +482,12 @@ def tokenizer_files(do_lower_case, max_length):
 
 
 def write_directory(directory, config, tensors, vocab, do_lower_case,
-                    architecture=None, label_names=None, problem=None):
+                    architecture=None, label_names=None, problem=None, extra=None):
   """Writes a directory transformers' `from_pretrained` loads: config.json,
-  model.safetensors, vocab.txt and the tokenizer's settings, all or none.
-  `tensors`: {original name: array}; `config`: bert_config fields (dict);
-  `vocab`: the vocabulary's text. Returns the architecture written."""
+  model.safetensors, vocab.txt and the tokenizer's settings, and `extra`
+  ({path in the directory: text}), all or none. `tensors`: {original name:
+  array}; `config`: bert_config fields (dict); `vocab`: the vocabulary's
+  text. Returns the architecture written."""
   from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
   architecture = architecture_for(original_heads(tensors), architecture)
   weights, num_outputs = hf_tensors(tensors, config, architecture)
@@ -497,8 +498,10 @@ def write_directory(directory, config, tensors, vocab, do_lower_case,
       "model.safetensors": safetensors_numpy.save(weights, metadata={"format": "pt"}),
   }
   contents.update(tokenizer_files(do_lower_case, config["max_position_embeddings"]))
-  files.makedirs(directory)
+  contents.update(extra or {})
   names = sorted(contents)
+  for name in names:
+    files.makedirs(os.path.dirname(os.path.join(directory, name)))
   with files.atomic_outputs([os.path.join(directory, n) for n in names], mode="wb") as outs:
     for name, out in zip(names, outs):
       data = contents[name]

@@ -36,6 +36,7 @@ import keras
 
 from modeling import heads
 from modeling.checkpoints import keras_hub_weights as weights
+from modeling.checkpoints import sentence_transformers
 from plumbing import files
 from plumbing.errors import UserError
 
@@ -244,29 +245,12 @@ def preset_files(config, tensors, vocab_lines, do_lower_case, task, settings,
 
 def sentence_transformers_files(hidden_size, settings):
   """An embedder's pooling as sentence-transformers' files describe it
-  (modules.json, 1_Pooling/config.json, sentence_bert_config.json), which
-  embed.py follows when they sit beside the vocabulary. `settings`: the
-  preset's (Preset.settings)."""
+  (sentence_transformers.contents), which embed.py follows when they sit
+  beside the vocabulary. `settings`: the preset's (Preset.settings)."""
   task = settings.get("task_config", {})
-  pooling = task.get("pooling_mode", "mean")
-  modules = [("Transformer", ""), ("Pooling", "1_Pooling")]
-  if task.get("normalize", True):
-    modules.append(("Normalize", "2_Normalize"))
-  length = settings.get("preprocessor", {}).get("sequence_length") or 512
-  return {
-      "modules.json": json.dumps([
-          {"idx": i, "name": str(i), "path": path,
-           "type": "sentence_transformers.models." + kind}
-          for i, (kind, path) in enumerate(modules)], indent=2) + "\n",
-      os.path.join("1_Pooling", "config.json"): json.dumps({
-          "word_embedding_dimension": hidden_size,
-          "pooling_mode_cls_token": pooling == "cls",
-          "pooling_mode_mean_tokens": pooling == "mean",
-          "pooling_mode_max_tokens": pooling == "max",
-          "pooling_mode_mean_sqrt_len_tokens": False}, indent=2) + "\n",
-      "sentence_bert_config.json": json.dumps({"max_seq_length": length,
-                                               "do_lower_case": False}, indent=2) + "\n",
-  }
+  return sentence_transformers.contents(
+      hidden_size, task.get("pooling_mode", "mean"), task.get("normalize", True),
+      settings.get("preprocessor", {}).get("sequence_length") or 512)
 
 
 def task_layout(task, config, num_classes):

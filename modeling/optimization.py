@@ -99,7 +99,11 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
     # the gradient is dense and the two agree.)
     variables = list(trainable_variables if trainable_variables is not None
                      else self._trainable_variables)
-    grads = list(grads)
+    # A variable no head reads (the pooler, beside a tagger's or an
+    # embedder's head) has no gradient: left out, as Keras leaves it, before
+    # the gradients are summed across replicas (which takes no None).
+    kept = [(g, v) for g, v in zip(grads, variables) if g is not None]
+    grads, variables = [g for g, _ in kept], [v for _, v in kept]
     squares = {}
     for i, g in enumerate(grads):
       if isinstance(g, tf.IndexedSlices):

@@ -5,11 +5,12 @@ checkpoints/: the original's, our and Hugging Face's checkpoints, their
 conversion and loading; optimization.py: the original's optimizer; losses.py,
 training.py (the one training driver), strategy.py (tf.distribute
 strategies), pretraining.py (objectives, eval metrics), inference.py
-(running a model over a dataset; pooling its tokens' vectors). Imports no data preparation, task or
-serving code.
+(running a model over a dataset), pooling.py (token vectors pooled into one
+per text). Imports no data preparation, task or serving code.
 """
 
 from modeling.bert_model import BertClassifier
+from modeling.bert_model import BertEmbedder
 from modeling.bert_model import BertModel
 from modeling.bert_model import BertMultipleChoice
 from modeling.bert_model import BertPretrainer

@@ -429,6 +429,35 @@ class BertMultipleChoice(BertWithHeads):
     return self.with_losses(outputs, inputs)
 
 
+class BertEmbedder(BertWithHeads):
+  """BERT + heads.SentenceEmbeddingHead: one vector per text, as a
+  sentence-transformers model (Transformer, Pooling, optional Normalize)
+  makes it.
+
+  Inputs are [batch, seq] or [batch, texts, seq] (in training an anchor,
+  its positive and optionally a hard negative; a scored pair's two texts in
+  evaluation), every text run through the encoder in one batch; outputs
+  `sentence_embedding`, float32 [batch, (texts,) hidden]. Its weights are
+  the encoder's alone, under the encoder's names.
+  """
+
+  def __init__(self, config, pooling="mean", normalize=False, scale=20.0, **kwargs):
+    kwargs.setdefault("name", "bert_embedder")
+    super().__init__(BertModel(config), [heads.SentenceEmbeddingHead(
+        pooling=pooling, normalize=normalize, scale=scale)], **kwargs)
+
+  def call(self, inputs, training=False):
+    ids = tf.convert_to_tensor(inputs["input_ids"])
+    shape = tf.shape(ids)
+    texts = {name: tf.reshape(inputs.get(name, tf.ones_like(ids)), [-1, shape[-1]])
+             for name in ("input_ids", "input_mask")}
+    if "segment_ids" in inputs:
+      texts["segment_ids"] = tf.reshape(inputs["segment_ids"], [-1, shape[-1]])
+    vectors = super().call(texts, training=training)["sentence_embedding"]
+    return {"sentence_embedding": tf.reshape(
+        vectors, tf.concat([shape[:-1], [self.config.hidden_size]], 0))}
+
+
 class BertTagger(BertWithHeads):
   """BERT + dropout + a per-token dense layer: `token_logits` [batch, seq,
   num_labels] (named-entity recognition; Hugging Face's

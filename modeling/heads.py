@@ -32,6 +32,7 @@ A head declares:
 import tensorflow as tf
 
 from modeling import layers
+from modeling import pooling as pooling_lib
 
 # The kinds of problem a classifier head solves, as transformers'
 # `problem_type` names them.
@@ -323,6 +324,65 @@ class TokenClassificationHead(_OutputWeights):
   @staticmethod
   def loss_denominator(total_weight):
     return tf.maximum(total_weight, 1.0)
+
+
+class SentenceEmbeddingHead(Head):
+  """One vector per text, as a sentence-transformers model makes it: the
+  last layer pooled over the text's real tokens (`pooling`, see
+  modeling/pooling.py), L2-normalised if `normalize`. No weights of its
+  own, so no checkpoint holds it (and it is not in HEADS): a model of it
+  is its encoder, for every conversion.
+
+  Its loss is sentence-transformers' MultipleNegativesRankingLoss (in-batch
+  negatives): each example holds an anchor, its positive and optionally a
+  hard negative, [batch, texts, hidden]; an anchor's scores are `scale`
+  times its cosine similarity to every positive and negative of the batch,
+  and its loss the cross-entropy of its own positive among them. Under
+  several replicas each scores its anchors against the candidates of all
+  (gathered with their gradients), so the loss is one device's on the
+  whole global batch.
+  """
+
+  part = "sentence_embedding"
+  reads = "sequence"
+  hf_suffixes = {}
+  needs_pooler = False
+  # No labels: an anchor's target is its own positive's place in the batch,
+  # so the loss needs only the texts.
+  label = "input_ids"
+
+  def __init__(self, pooling="mean", normalize=False, scale=20.0, **kwargs):
+    kwargs.setdefault("name", "sentence_embedding")
+    super().__init__(**kwargs)
+    if pooling not in pooling_lib.POOLINGS:
+      raise ValueError("pooling must be one of %s, not %r." % (pooling_lib.POOLINGS, pooling))
+    self.pooling, self.normalize, self.scale = pooling, normalize, scale
+
+  def variables_by_suffix(self):
+    return {}
+
+  @classmethod
+  def shapes(cls, hidden, vocab, num_outputs=None):
+    return {}
+
+  def outputs(self, encoded, inputs, encoder, training):
+    return {"sentence_embedding": pooling_lib.sentence_vectors(
+        encoded["sequence_output"], inputs["input_mask"], self.pooling, self.normalize)}
+
+  def loss_terms(self, outputs, features):
+    # Cosine similarity: normalised here whatever the model's vectors are.
+    vectors = pooling_lib.l2_normalized(outputs["sentence_embedding"])
+    anchors, candidates = vectors[:, 0], vectors[:, 1:]
+    first = 0
+    context = tf.distribute.get_replica_context()
+    if context is not None and context.num_replicas_in_sync > 1:
+      candidates = context.all_gather(candidates, axis=0)
+      first = tf.cast(context.replica_id_in_sync_group, tf.int32) * tf.shape(anchors)[0]
+    # Every positive of the global batch, then every negative.
+    candidates = tf.reshape(tf.transpose(candidates, [1, 0, 2]), [-1, vectors.shape[-1]])
+    scores = self.scale * tf.matmul(anchors, candidates, transpose_b=True)
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=first + tf.range(tf.shape(anchors)[0]), logits=scores)
 
 
 # Every head, in the order checkpoints, models and transformers' classes list them.

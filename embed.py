@@ -30,7 +30,6 @@ from plumbing.errors import UserError
 import run_flags
 from tasks import feature_extraction
 from tasks.sentence_embedding import outputs
-from tasks.sentence_embedding import settings as settings_lib
 
 FLAGS = flags.FLAGS
 
@@ -45,21 +44,7 @@ flags.DEFINE_enum("output_format", None, list(outputs.FORMATS),
                   "npy or jsonl. Default: --output_file's extension.")
 flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
 flags.DEFINE_string("init_checkpoint", None, "The model's checkpoint.")
-flags.DEFINE_string("sentence_transformers_dir", None,
-                    "The model's sentence-transformers files (modules.json, "
-                    "1_Pooling/config.json, sentence_bert_config.json): its Hugging Face "
-                    "directory. Default: --vocab_file's directory, when it holds them.")
-flags.DEFINE_enum("pooling", None, list(pooling_lib.POOLINGS),
-                  "The vector of a text: the mean of its tokens' last-layer vectors, "
-                  "[CLS] and [SEP] included (mean), the [CLS] vector (cls), or the "
-                  "largest value of each component (max). Default: the "
-                  "sentence-transformers files', else mean.")
-flags.DEFINE_bool("normalize", None,
-                  "Divide each vector by its length (L2). Default: true when the "
-                  "sentence-transformers files have a Normalize module, else false.")
-flags.DEFINE_integer("max_seq_length", None,
-                     "[CLS] text [SEP] is cut to this many WordPieces. Default: the "
-                     "sentence-transformers files' max_seq_length, else 128.", lower_bound=2)
+run_flags.define_sentence_vector_flags()
 flags.DEFINE_integer("batch_size", 32, "Texts per batch.")
 flags.DEFINE_string("export_dir", None,
                     "Also write a SavedModel for TF Serving here: raw text in, the vector "
@@ -80,14 +65,6 @@ def _check_flags():
   if not FLAGS.input_file and not FLAGS.export_dir:
     raise UserError("Nothing to do: give --input_file and --output_file, --export_dir, "
                     "or both.")
-
-
-def _settings():
-  directory = settings_lib.find_directory(FLAGS.sentence_transformers_dir, FLAGS.vocab_file)
-  return settings_lib.resolve(
-      directory, FLAGS.vocab_file, pooling=FLAGS.pooling, normalize=FLAGS.normalize,
-      max_seq_length=FLAGS.max_seq_length, do_lower_case=FLAGS.do_lower_case,
-      casing_given=not FLAGS["do_lower_case"].using_default_value)
 
 
 def _embed(strategy, model, tokenizer, settings, num_lines, kind):
@@ -120,7 +97,7 @@ def main(_):
   logging.set_verbosity(logging.INFO)
   strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
   _check_flags()
-  settings = _settings()
+  settings = run_flags.sentence_vector_settings(FLAGS)
   config = run_flags.load_config(FLAGS, settings.max_seq_length)
   run_flags.check_batch_size(FLAGS, "batch_size", strategy)
   tokenization.validate_case_matches_checkpoint(settings.do_lower_case, FLAGS.init_checkpoint)

@@ -23,12 +23,14 @@ from data_prep import casing
 from data_prep import tokenization
 from modeling import config as config_lib
 from modeling.checkpoints import best as best_weights
+from modeling import pooling as pooling_lib
 from modeling import training
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing.run_directory import settings as run_settings
 from tasks import driver
 from tasks.classification import user_files
+from tasks.sentence_embedding import settings as sentence_settings
 
 flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
 flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
@@ -188,14 +190,53 @@ def define_fine_tuning_flags():
                        lower_bound=1)
 
 
+def define_eval_flags():
+  """The original run_classifier.py's `do_eval` and its batch size."""
+  flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+  flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+
+
 def define_eval_and_predict_flags():
   """The original run_classifier.py's `do_eval`, `do_predict` and their batch
   sizes, which run_swag.py shares."""
-  flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+  define_eval_flags()
   flags.DEFINE_bool("do_predict", False,
                     "Whether to run the model in inference mode on the test set.")
-  flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
   flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+
+
+def define_sentence_vector_flags():
+  """How a text's vector is made of the model's last layer, and where the
+  defaults come from: a sentence-transformers model's files (embed.py, and
+  fine-tuning sentence vectors)."""
+  flags.DEFINE_string("sentence_transformers_dir", None,
+                      "The model's sentence-transformers files (modules.json, "
+                      "1_Pooling/config.json, sentence_bert_config.json): its Hugging Face "
+                      "directory. Default: --vocab_file's directory, when it holds them.")
+  flags.DEFINE_enum("pooling", None, list(pooling_lib.POOLINGS),
+                    "The vector of a text: the mean of its tokens' last-layer vectors, "
+                    "[CLS] and [SEP] included (mean), the [CLS] vector (cls), or the "
+                    "largest value of each component (max). Default: the "
+                    "sentence-transformers files', else mean.")
+  flags.DEFINE_bool("normalize", None,
+                    "Divide each vector by its length (L2). Default: true when the "
+                    "sentence-transformers files have a Normalize module, else false.")
+  flags.DEFINE_integer("max_seq_length", None,
+                       "[CLS] text [SEP] is cut to this many WordPieces. Default: the "
+                       "sentence-transformers files' max_seq_length, else 128.",
+                       lower_bound=2)
+
+
+def sentence_vector_settings(flag_values):
+  """The flags of define_sentence_vector_flags, with the casing, decided once
+  from the flags, else the sentence-transformers files, else our defaults
+  (tasks/sentence_embedding/settings.Settings)."""
+  f = flag_values
+  directory = sentence_settings.find_directory(f.sentence_transformers_dir, f.vocab_file)
+  return sentence_settings.resolve(
+      directory, f.vocab_file, pooling=f.pooling, normalize=f.normalize,
+      max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
+      casing_given=not f["do_lower_case"].using_default_value)
 
 
 def define_user_file_flags():
@@ -253,14 +294,15 @@ _PATH_SETTINGS = ("init_checkpoint",)
 _GROWING_SETTINGS = ("num_train_epochs", "num_train_steps")
 
 
-def check_run_settings(flag_values, names):
+def check_run_settings(flag_values, names, decided=None):
   """With --do_train, before any work: the settings the flags `names` give
   (TRAINING_SETTINGS plus the script's own; those the script does not
-  define are left out) against those of a run already in --output_dir,
-  which --start_over moves aside. Returns them, for training to record
-  (None without --do_train, and on the workers of a cluster other than its
-  chief, which leave this to it). The casing is resolved first, as the run
-  will tokenize."""
+  define are left out), and `decided` ({name: value} the script decided
+  from them and the model's files, in place of those flags' values),
+  against those of a run already in --output_dir, which --start_over moves
+  aside. Returns them, for training to record (None without --do_train, and
+  on the workers of a cluster other than its chief, which leave this to
+  it). The casing is resolved first, as the run will tokenize."""
   f = flag_values
   if not f.do_train or not _is_chief_worker():
     return None
@@ -275,6 +317,7 @@ def check_run_settings(flag_values, names):
       elif name in _PATH_SETTINGS:
         value = run_settings.path_setting(value)
       settings[name] = value
+  settings.update(decided or {})
   run_settings.check(f.output_dir, settings, growing=_GROWING_SETTINGS,
                      start_over=f.start_over)
   return settings
@@ -391,17 +434,18 @@ def check_classifier_actions(flag_values):
                     "--init_checkpoint).")
 
 
-def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions):
+def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions, max_seq_length=None):
   """What the fine-tuning scripts start with, in the original's order: the
   checks (--do_lower_case against a released checkpoint's name, then the
   script's own `check_flags`), then (strategy, config, tokenizer), with
-  --output_dir created."""
+  --output_dir created. `max_seq_length`: the length the script decided,
+  if not --max_seq_length."""
   resolve_casing(flag_values, flag_values.output_dir)
   tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
                                                 flag_values.init_checkpoint)
   check_flags(flag_values)
   strategy = create_strategy(flag_values)  # First: before TensorFlow runs anything.
-  config = load_config(flag_values)
+  config = load_config(flag_values, max_seq_length)
   tokenizer = load_tokenizer(flag_values, config)
   files.makedirs(flag_values.output_dir)
   casing.write(flag_values.output_dir, flag_values.do_lower_case)
@@ -439,7 +483,8 @@ def driver_settings(flag_values, pad_by_default=False, recorded=None):
   return driver.Settings(
       output_dir=f.output_dir, training=training_settings(f, 0, 0, recorded),
       do_train=f.do_train,
-      do_eval=_value(f, "do_eval", False), do_predict=f.do_predict, export_dir=f.export_dir,
+      do_eval=_value(f, "do_eval", False), do_predict=_value(f, "do_predict", False),
+      export_dir=f.export_dir,
       init_checkpoint=f.init_checkpoint, num_train_epochs=f.num_train_epochs,
       warmup_proportion=f.warmup_proportion, seed=f.seed,
       eval_batch_size=_value(f, "eval_batch_size", 8),

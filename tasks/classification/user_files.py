@@ -105,15 +105,15 @@ class _Table(object):
   """A file's rows with its header (if the columns are names), and the
   lookup of a column in a row."""
 
-  def __init__(self, path, flag, columns):
-    self.path, self.columns = path, columns
+  def __init__(self, path, flag, has_header):
+    self.path = path
     rows = list(_rows(path, flag))
     self.jsonl = file_format(path, flag) == "jsonl"
-    if self.jsonl and not columns.has_header:
+    if self.jsonl and not has_header:
       raise UserError("%s: JSON Lines rows are objects: name the columns by key, not by "
                       "index." % path)
     self.header = None
-    if columns.has_header and not self.jsonl:
+    if has_header and not self.jsonl:
       if not rows:
         raise UserError("%s has no header line." % path)
       self.header = [name.strip() for name in rows.pop(0)[1]]
@@ -181,6 +181,38 @@ def _label_column(table, columns, flag, required):
                   "--label_column." % (flag, table.path, label, ", ".join(table.names())))
 
 
+def columns_of_flag(values, flag):
+  """A list flag's columns: all 0-based indexes (digits), or all header names."""
+  numeric = [v.isdigit() for v in values]
+  if any(numeric) and not all(numeric):
+    raise UserError("%s=%s: give header names, or 0-based indexes for files without a header, "
+                    "not both." % (flag, ",".join(values)))
+  return tuple(int(v) if v.isdigit() else v for v in values)
+
+
+def read_fields(path, flag, columns, choices=()):
+  """(columns, rows) of the user's file `path`: each row as ("path:line",
+  (its field at each column, ...)). `columns`: header names or 0-based
+  indexes (columns_of_flag); None, the first of `choices` (tuples of names)
+  whose every name the file has. One error line naming the file, and the
+  line, where a column or field is missing."""
+  table = _Table(path, flag, columns is None or not any(isinstance(c, int) for c in columns))
+  if columns is None:
+    columns = next((c for c in choices if all(table.has(name) for name in c)), None)
+    if columns is None:
+      raise UserError("%s=%s: its columns are %s; name the ones to read (%s)." % (
+          flag, path, ", ".join(table.names()) or "none",
+          " or ".join(",".join(c) for c in choices)))
+  for column in columns:
+    if not table.has(column):
+      raise UserError("%s=%s has no column %r (columns: %s)." % (
+          flag, path, column, ", ".join(table.names())))
+  rows = [("%s:%d" % (path, number),
+           tuple(table.value(number, row, column, str(column)) for column in columns))
+          for number, row in table.rows]
+  return columns, rows
+
+
 def _number(value, source):
   try:
     return float(value)
@@ -210,7 +242,7 @@ def split_labels(value, separator):
 def discover_labels(path, columns, flag="--train_file", separator=None):
   """The training file's distinct labels, in order (see the module doc);
   with `separator`, each field holds any number of them."""
-  table = _Table(path, flag, columns)
+  table = _Table(path, flag, columns.has_header)
   label = _label_column(table, columns, flag, required=True)
   values = {table.value(n, row, label, "label").strip() for n, row in table.rows}
   if not table.rows:
@@ -262,7 +294,7 @@ class UserFilesProcessor(DataProcessor):
     self.labels = (None,) if regression else tuple(labels)
     self.metrics = ("f1",) if len(self.labels) == 2 else ()
     first = next((p, self._FLAGS[s]) for s, p in sorted(paths.items()) if p)
-    table = _Table(first[0], first[1], columns)
+    table = _Table(first[0], first[1], columns.has_header)
     a, b = _text_columns(table, columns, first[1])
     self.text_columns = (a, b)
     self.single_sentence = b is None
@@ -271,7 +303,7 @@ class UserFilesProcessor(DataProcessor):
 
   def _examples(self, split):
     path, flag = self.paths[split], self._FLAGS[split]
-    table = _Table(path, flag, self.columns)
+    table = _Table(path, flag, self.columns.has_header)
     a, b = self.text_columns
     _text_columns(table, Columns(a, b, self.columns.label), flag)  # Each file has them.
     label_column = _label_column(table, self.columns, flag, required=split != "test")

@@ -26,7 +26,8 @@ INSTALLED_NAMES = {
     # The scripts' modules.
     "beam_pretraining_data", "convert_checkpoint", "create_pretraining_data", "embed",
     "extract_features", "fill_mask", "learn_vocab", "run_classifier", "run_classifier_grid",
-    "run_flags", "run_multi_label", "run_ner", "run_pretraining", "run_squad", "run_swag"}
+    "run_embedding_pairs", "run_flags", "run_multi_label", "run_ner", "run_pretraining",
+    "run_squad", "run_swag"}
 
 
 def _pyproject():

@@ -38,6 +38,9 @@ ROWS = ("demo", "quick_start", "epoch", "pretrain_128", "pretrain_512")
 BASE_CONFIG = os.path.join(common.SHARED_DATA, "bert_configs",
                            "uncased_L-12_H-768_A-12.bert_config.json")
 PAGE = os.path.join(common.REPO_ROOT, "docs", "benchmarks", "run_costs")
+# How often a command's memory is read: reading a large process's
+# proportional set size takes CPU time from the command measured.
+_POLL_SECONDS = 1.0
 # Masked positions per sequence at each length: the original README's.
 MAX_PREDICTIONS = {128: 20, 512: 80}
 
@@ -81,12 +84,13 @@ class _Row(object):
     log = os.path.join(self.scratch, "%s-%d.log" % (self.key, len(self.commands)))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     print("%s: %s" % (self.key, shlex.join(command)), flush=True)
-    busy, own = common.busy_cpu_seconds(), _children_cpu_seconds()
-    seconds, megabytes = common.run_measured(command, cwd, log, env=env)
+    busy, own = common.busy_cpu_seconds(), _own_cpu_seconds()
+    seconds, megabytes = common.run_measured(command, cwd, log, env=env, every=_POLL_SECONDS)
     others = None
     if busy is not None:
-      # What the machine's CPUs did that this command did not: other work.
-      others = max(0.0, (common.busy_cpu_seconds() - busy) - (_children_cpu_seconds() - own))
+      # What the machine's CPUs did that neither this command nor the
+      # measuring did: other work.
+      others = max(0.0, (common.busy_cpu_seconds() - busy) - (_own_cpu_seconds() - own))
     with open(log, encoding="utf-8", errors="replace") as f:
       text = f.read()
     self.commands.append({"label": label, "command": shlex.join(command), "seconds": seconds,
@@ -104,10 +108,11 @@ class _Row(object):
                 disk_mb=_disk(*disk_paths) / 1e6, **extra)
 
 
-def _children_cpu_seconds():
-  """CPU seconds of this process's finished children and their descendants."""
-  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-  return usage.ru_utime + usage.ru_stime
+def _own_cpu_seconds():
+  """CPU seconds of this process (its memory polling) and of its finished
+  children and their descendants (the commands)."""
+  return sum(usage.ru_utime + usage.ru_stime for usage in (
+      resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def _python(script):
@@ -188,15 +193,16 @@ def pretrain(args, scratch, length, batch):
   return row.result([out], seconds_per_step=per_step, batch_size=batch, length=length)
 
 
-def _markdown(results, machine, date):
+def _markdown(results, machine):
+  dates = sorted({r["date"] for r in results})
   lines = ["# What runs cost: time, memory and disk", "",
            "Made by `python -m bench.bench_run_costs` on %s: %s (%s), %d cores, %s GB; %s, "
-           "Python %s. Each figure is one run of the commands below." % (date, machine["cpu"], ", ".join(machine["cpu_flags"]),
-                                   machine["cores"], machine["memory_gb"], machine["system"],
-                                   machine["python"]), "",
-           "| run | wall time | peak memory | disk | notes |", "|---|---|---|---|---|"]
-  lines[2] += (" Other work on the machine during each run is measured (CPU-seconds the "
-               "CPUs spent on other processes) and shown where there was any.")
+           "Python %s. Each figure is one run of the commands below (a row run again alone, "
+           "`--rows=<key>`, replaces its line). Other work the machine did during a run "
+           "(CPU-seconds its CPUs spent on other processes) is shown where there was any." % (
+               " and ".join(dates), machine["cpu"], ", ".join(machine["cpu_flags"]),
+               machine["cores"], machine["memory_gb"], machine["system"], machine["python"]),
+           "", "| run | wall time | peak memory | disk | notes |", "|---|---|---|---|---|"]
   for r in results:
     notes = []
     if r.get("seconds_per_step"):
@@ -231,6 +237,21 @@ def _duration(seconds):
   return progress.duration(seconds)
 
 
+def _earlier_rows(output, machine):
+  """{key: row} of the page already at `output`, when it was made on a
+  machine of the same CPU and cores (rows this run does not make again
+  stay)."""
+  try:
+    with open(output + ".json", encoding="utf-8") as f:
+      earlier = json.load(f)
+  except (OSError, ValueError):
+    return {}
+  same = all(earlier.get("machine", {}).get(k) == machine[k] for k in ("cpu", "cores"))
+  if not same:
+    return {}
+  return {r["key"]: dict(r, date=r.get("date", earlier.get("date"))) for r in earlier["rows"]}
+
+
 def main():
   args = _parser().parse_args()
   rows = args.rows.split(",")
@@ -258,9 +279,13 @@ def main():
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
   machine = common.machine()
+  for result in results:
+    result["date"] = date
+  rows = dict(_earlier_rows(args.output, machine), **{r["key"]: r for r in results})
+  results = [rows[key] for key in ROWS if key in rows]
   common.write_text(args.output + ".json", json.dumps(
-      {"date": date, "machine": machine, "args": vars(args), "rows": results}, indent=2) + "\n")
-  common.write_text(args.output + ".md", _markdown(results, machine, date))
+      {"machine": machine, "args": vars(args), "rows": results}, indent=2) + "\n")
+  common.write_text(args.output + ".md", _markdown(results, machine))
   print("Wrote %s.md and .json" % args.output)
 
 

@@ -341,10 +341,12 @@ def _memory(process):
     return process.memory_info().rss
 
 
-def run_measured(cmd, cwd, log_path, largest_process=False, env=None):
+def run_measured(cmd, cwd, log_path, largest_process=False, env=None, every=0.05):
   """Runs cmd; returns (seconds, peak memory in MB of the process tree, or
   with `largest_process` the peak RSS of its largest single process, which
-  is cheaper to poll and so disturbs several busy processes less)."""
+  is cheaper to poll and so disturbs several busy processes less). Memory
+  is read every `every` seconds: reading a large process's proportional
+  set size costs CPU time, so long commands are polled less often."""
   import psutil  # pylint: disable=g-import-not-at-top
   peak = [0]
   with open(log_path, "w") as log:
@@ -362,7 +364,7 @@ def run_measured(cmd, cwd, log_path, largest_process=False, env=None):
             peak[0] = max(peak[0], sum(_memory(p) for p in tree))
         except psutil.Error:
           pass
-        time.sleep(0.05)
+        time.sleep(every)
     watcher = threading.Thread(target=watch)
     watcher.start()
     code = proc.wait()

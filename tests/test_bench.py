@@ -308,5 +308,5 @@ def test_run_costs_page_is_what_the_run_measured(tmp_path):
       row["what"], bench_run_costs._duration(row["seconds"]), row["peak_mb"] / 1e3,
       row["disk_mb"] / 1e3, row["seconds_per_step"])
   assert cells in page, page
-  assert report["date"] in page and report["machine"]["cpu"] in page
+  assert row["date"] in page and report["machine"]["cpu"] in page
   assert "`python run_pretraining.py --input_file=$SCRATCH/pretraining_128.tfrecord" in page

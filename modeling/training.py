@@ -379,12 +379,12 @@ def _train_until(run, run_steps, step, end_step, evaluate_every):
 def _run_chunk(run_steps, chunk, steps):
   """(last loss, mean loss, steps run) of `chunk` steps, run in calls short
   enough that `steps` (a Progress) logs a line about every minute: the
-  first call runs one step, later ones as many as a minute holds at the
-  pace so far. A stop request ends it early. The steps are the same
+  first call runs one step, later ones as many as half a minute holds at
+  the pace so far, so that a line falls due soon after each call ends. A stop request ends it early. The steps are the same
   however they are split into calls."""
   loss, total, done = None, 0.0, 0
   while done < chunk:
-    per_call = 1 if steps.done == 0 else max(1, int(steps.every * steps.rate()))
+    per_call = 1 if steps.done == 0 else max(1, int(steps.every * steps.rate() / 2))
     size = min(chunk - done, per_call)
     last, mean, ran = run_steps(tf.constant(size, tf.int64))
     ran = int(ran)

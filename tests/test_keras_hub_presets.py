@@ -294,6 +294,18 @@ def test_a_keras_hub_embedder_embeds_the_same_through_embed_py(tmp_path, pooling
   np.testing.assert_allclose(np.load(tmp_path / "vectors.npy"),
                              model.predict(texts, verbose=0), atol=TOLERANCE, rtol=0)
 
+  # The sentence-transformers files alone (as an embedding fine-tuning run
+  # records them, with no preset's record) make the same embedder again.
+  (ours / "keras_hub_task.json").unlink()
+  _convert("--input_checkpoint=%s" % (ours / "bert_model.ckpt"),
+           "--bert_config_file=%s" % (ours / "bert_config.json"),
+           "--output_checkpoint=%s" % (tmp_path / "back"), "--output_format=keras_hub")
+  task = json.loads((tmp_path / "back" / "task.json").read_text())["config"]
+  assert (task["pooling_mode"], task["normalize"]) == (pooling, normalize), task
+  np.testing.assert_allclose(
+      _load(keras_hub.models.BertTextEmbedder, tmp_path / "back").predict(texts, verbose=0),
+      model.predict(texts, verbose=0), atol=TOLERANCE, rtol=0)
+
 
 def test_the_original_s_outputs_reach_keras_hub(tmp_path):
   """The reference checkpoint (the original's own outputs, several heads)

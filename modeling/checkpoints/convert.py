@@ -114,19 +114,26 @@ def _export_huggingface(config, input_checkpoint, source, output_dir, bert_confi
                                 _sentence_vectors(run_dir, config))
 
 
-def _sentence_vectors(run_dir, config):
-  """The sentence-transformers files of the vectors a run recorded (an
-  embedding fine-tuning run, a keras-hub embedder's import), written anew
-  for the Hugging Face directory so that sentence-transformers loads it as
-  a sentence model; {} for any other run."""
+def _recorded_vectors(run_dir, config):
+  """(pooling, normalize, max_seq_length) of the sentence vectors a run
+  recorded as sentence-transformers' files (an embedding fine-tuning run, a
+  keras-hub embedder's import), logged; None for any other run."""
   if not sentence_transformers.holds_files(run_dir):
-    return {}
+    return None
   found, _ = sentence_transformers.read_files(run_dir)
   pooling, normalize = found["pooling"][0], found["normalize"][0]
   length = found.get("max_seq_length", (min(512, config.max_position_embeddings),))[0]
   logging.info("Sentence vectors as %s records them: %s pooling, %snormalised, texts cut to "
                "%d tokens.", run_dir, pooling, "" if normalize else "not ", length)
-  return sentence_transformers.contents(config.hidden_size, pooling, normalize, length)
+  return pooling, normalize, length
+
+
+def _sentence_vectors(run_dir, config):
+  """The files of the vectors a run recorded, written anew for the Hugging
+  Face directory so that sentence-transformers loads it as a sentence
+  model; {} for any other run."""
+  vectors = _recorded_vectors(run_dir, config)
+  return sentence_transformers.contents(config.hidden_size, *vectors) if vectors else {}
 
 
 def _export_keras_hub(config, input_checkpoint, source, output_dir, bert_config_file,
@@ -138,9 +145,15 @@ def _export_keras_hub(config, input_checkpoint, source, output_dir, bert_config_
   record = keras_hub.read_record([run_dir, os.path.dirname(bert_config_file),
                                   os.path.dirname(vocab_file)])
   recorded_run = run_settings.read(run_dir) or {}
+  task, pooling, normalize = options["task"], options["pooling"], options["normalize"]
+  vectors = _recorded_vectors(run_dir, config)
+  if vectors:  # A run's vectors make an embedder of the same pooling, unless asked otherwise.
+    task = task or record.get("task") or "text_embedder"
+    pooling = vectors[0] if pooling is None else pooling
+    normalize = vectors[1] if normalize is None else normalize
   conversion.export_keras_hub(
-      config, source, output_dir, vocab_file, do_lower_case, task=options["task"],
+      config, source, output_dir, vocab_file, do_lower_case, task=task,
       label_names=label_names or files.read_labels(run_dir),
       problem=files.read_problem(run_dir), record=record,
-      sequence_length=recorded_run.get("max_seq_length"), pooling=options["pooling"],
-      normalize=options["normalize"], nearest=options["nearest"])
+      sequence_length=recorded_run.get("max_seq_length"), pooling=pooling,
+      normalize=normalize, nearest=options["nearest"])

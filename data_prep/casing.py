@@ -41,11 +41,7 @@ class Casing(object):
 
 
 def _read_json(path):
-  try:
-    with open(path, encoding="utf-8") as f:
-      value = json.load(f)
-  except ValueError as e:
-    raise UserError("%s: not valid JSON (%s)." % (path, e)) from None
+  value = files.read_json(path)
   if not isinstance(value, dict):
     raise UserError("%s: expected a JSON object of tokenizer settings." % path)
   return value
@@ -55,10 +51,10 @@ def _settings(directory):
   """(settings in BertTokenizer's keys, the file they came from), or
   (None, None) where the directory records none."""
   path = os.path.join(directory, FILE_NAME)
-  if os.path.exists(path):
+  if files.exists(path):
     return _read_json(path), path
   path = os.path.join(directory, _FAST_TOKENIZER)
-  if os.path.exists(path):
+  if files.exists(path):
     normalizer = _read_json(path).get("normalizer") or {}
     if normalizer.get("type") == "BertNormalizer":
       return {"do_lower_case": normalizer.get("lowercase", True),
@@ -70,7 +66,7 @@ def _settings(directory):
 def read(directory):
   """The Casing `directory` records, or None. One error line for settings
   the original's tokenizer cannot follow."""
-  if not directory or files.is_remote(directory):
+  if not directory:
     return None
   settings, source = _settings(directory)
   if settings is None:
@@ -100,7 +96,7 @@ def write(directory, do_lower_case):
   """Records the casing in `directory` (keeping any other keys a
   tokenizer_config.json there already has)."""
   path = os.path.join(directory, FILE_NAME)
-  existing = _read_json(path) if not files.is_remote(path) and os.path.exists(path) else {}
+  existing = _read_json(path) if files.exists(path) else {}
   wanted = dict(existing, **settings(do_lower_case))
   if wanted != existing:
     files.write_json(path, wanted)

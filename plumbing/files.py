@@ -12,9 +12,12 @@ imported only for them.
 
 import contextlib
 import glob
+import io
 import json
 import os
 import shutil
+
+from plumbing.errors import UserError
 
 
 def cache_directory(*parts):
@@ -47,14 +50,46 @@ def makedirs(path):
     os.makedirs(path, exist_ok=True)
 
 
+def is_directory(path):
+  return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
 def file_size(path):
   return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
 
 
+def open_text(path, encoding="utf-8", newline=None):
+  """A text file open for reading, as `open` opens it; a remote one is read
+  whole first."""
+  if is_remote(path):
+    return io.StringIO(read_bytes(path).decode(encoding), newline=newline)
+  return open(path, encoding=encoding, newline=newline)
+
+
 def read_text(path):
   """The whole of a UTF-8 text file."""
-  with (_gfile().GFile(path) if is_remote(path) else open(path, encoding="utf-8")) as f:
+  with open_text(path) as f:
     return f.read()
+
+
+def read_bytes(path):
+  """The whole of a file, as bytes."""
+  with (_gfile().GFile(path, "rb") if is_remote(path) else open(path, "rb")) as f:
+    return f.read()
+
+
+def read_json(path):
+  """The value of a JSON file; a file that is not JSON is one error line
+  naming it."""
+  try:
+    return json.loads(read_text(path))
+  except ValueError as e:
+    raise UserError("%s: not valid JSON (%s)." % (path, e)) from None
+
+
+def glob_files(pattern):
+  """The sorted paths matching a glob pattern."""
+  return sorted(_gfile().glob(pattern) if is_remote(pattern) else glob.glob(pattern))
 
 
 def list_directory(path):

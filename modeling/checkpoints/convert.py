@@ -89,13 +89,13 @@ def _run_records(input_checkpoint, bert_config_file, vocab_file, do_lower_case):
   """What the run and the model recorded that an export follows: (vocab_file,
   do_lower_case, run_dir)."""
   vocab_file = vocab_file or os.path.join(os.path.dirname(bert_config_file), "vocab.txt")
-  if not os.path.exists(vocab_file):
+  if not files.exists(vocab_file):
     raise UserError("%s does not exist: give the model's vocabulary with --vocab_file." %
                     vocab_file)
   # A fine-tuning run's --output_dir records the casing it tokenized with
   # and its labels (and a multi-label run, its problem type); the
   # vocabulary's directory, the model's casing.
-  run_dir = (input_checkpoint if os.path.isdir(input_checkpoint)
+  run_dir = (input_checkpoint if files.is_directory(input_checkpoint)
              else os.path.dirname(input_checkpoint)) or "."
   do_lower_case = casing.resolve(
       True if do_lower_case is None else do_lower_case, do_lower_case is not None,

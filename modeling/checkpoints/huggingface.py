@@ -147,19 +147,11 @@ def is_huggingface_directory(path):
   return os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json"))
 
 
-def _read_json(path):
-  try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
-  except ValueError as e:
-    raise UserError("%s: not valid JSON (%s)." % (path, e)) from None
-
-
 def read_config(directory):
   """config.json -> (bert_config fields, architecture or None); one error
   line naming the key for anything the original architecture cannot run."""
   path = os.path.join(directory, "config.json")
-  hf = _read_json(path)
+  hf = files.read_json(path)
   if not isinstance(hf, dict):
     raise UserError("%s: expected a JSON object." % path)
 
@@ -259,7 +251,7 @@ def read_tensors(directory):
     if not name.endswith(".index.json"):
       return read(path)
     tensors = {}
-    index = _read_json(path).get("weight_map", {})
+    index = files.read_json(path).get("weight_map", {})
     for shard in sorted(set(index.values())):
       shard_path = os.path.join(directory, shard)
       if not os.path.exists(shard_path):
@@ -358,7 +350,7 @@ def read_vocab(directory):
       return f.read().splitlines()
   path = os.path.join(directory, "tokenizer.json")
   if os.path.exists(path):
-    model = _read_json(path).get("model") or {}
+    model = files.read_json(path).get("model") or {}
     if model.get("type") != "WordPiece":
       raise UserError("%s: the tokenizer is %s, not BERT's WordPiece." % (
           path, model.get("type")))

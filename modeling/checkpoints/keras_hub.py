@@ -278,11 +278,7 @@ class Preset(object):
 
 
 def _read_json(path):
-  try:
-    with open(path, encoding="utf-8") as f:
-      value = json.load(f)
-  except ValueError as e:
-    raise UserError("%s: not valid JSON (%s)." % (path, e)) from None
+  value = files.read_json(path)
   if not isinstance(value, dict) or not isinstance(value.get("config"), dict):
     raise UserError("%s: expected a serialized Keras object (\"config\": {...})." % path)
   return value
@@ -430,10 +426,6 @@ def read_record(directories):
   of `directories` holding one, or {}."""
   for directory in directories:
     path = os.path.join(directory or ".", RECORD)
-    if os.path.exists(path):
-      try:
-        with open(path, encoding="utf-8") as f:
-          return json.load(f)
-      except ValueError as e:
-        raise UserError("%s: not valid JSON (%s)." % (path, e)) from None
+    if files.exists(path):
+      return files.read_json(path)
   return {}

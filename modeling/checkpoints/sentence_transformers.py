@@ -22,6 +22,7 @@ import json
 import os
 
 from modeling import pooling as pooling_lib
+from plumbing import files
 from plumbing.errors import UserError
 
 MODULES_FILE = "modules.json"
@@ -37,23 +38,15 @@ _POOLING_SWITCHES = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens":
 _MODULE_ORDERS = (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"])
 
 
-def _read_json(path):
-  try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
-  except ValueError as e:
-    raise UserError("%s: not valid JSON (%s)." % (path, e)) from None
-
-
 def holds_files(directory):
   """Whether `directory` holds a sentence-transformers model's files."""
-  return bool(directory) and os.path.exists(os.path.join(directory, MODULES_FILE))
+  return bool(directory) and files.exists(os.path.join(directory, MODULES_FILE))
 
 
 def _modules(directory):
   """{kind: the module's folder} from modules.json, checked for kinds we compute."""
   path = os.path.join(directory, MODULES_FILE)
-  modules = _read_json(path)
+  modules = files.read_json(path)
   if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
     raise UserError("%s: expected a list of modules." % path)
   kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
@@ -65,7 +58,7 @@ def _modules(directory):
 
 
 def _pooling_mode(path):
-  config = _read_json(path)
+  config = files.read_json(path)
   mode = config.get("pooling_mode")
   if mode is None:  # The older switches; none set means the mean, as sentence-transformers reads them.
     modes = [m for key, m in _POOLING_SWITCHES.items() if config.get(key)] or ["mean"]
@@ -84,13 +77,13 @@ def read_files(directory):
   tokenizer_config.json is)."""
   modules = _modules(directory)
   pooling_file = os.path.join(modules["Pooling"], "config.json")
-  if not os.path.exists(pooling_file):
+  if not files.exists(pooling_file):
     raise UserError("%s is missing: the model's Pooling module has no config." % pooling_file)
   found = {"pooling": (_pooling_mode(pooling_file), pooling_file),
            "normalize": ("Normalize" in modules, os.path.join(directory, MODULES_FILE))}
   config_file = os.path.join(modules["Transformer"], MODEL_CONFIG_FILE)
-  if os.path.exists(config_file):
-    config = _read_json(config_file)
+  if files.exists(config_file):
+    config = files.read_json(config_file)
     if config.get("max_seq_length") is not None:
       found["max_seq_length"] = (int(config["max_seq_length"]), config_file)
     if config.get("do_lower_case"):

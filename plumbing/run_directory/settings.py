@@ -23,7 +23,6 @@ batch sizes) are left out, so a run may resume on other machines.
 """
 
 import datetime
-import glob
 import json
 import os
 
@@ -43,17 +42,17 @@ def file_setting(path):
   """A data or model file as a setting: its absolute path and size in bytes;
   a directory: its path and the sizes of the training files in it (those
   whose names hold "train", as every task's do, in it or a folder below);
-  a glob or comma-separated list: each file; a name that is not a local
+  a glob or comma-separated list: each file; a name that is not a
   file or directory (a checkpoint prefix, `tfds`): the name."""
-  if not path or files.is_remote(path):
+  if not path:
     return path
   if "," in path or any(c in path for c in "*?["):
-    return [file_setting(name) for part in path.split(",") for name in sorted(glob.glob(part))]
-  absolute = os.path.abspath(path)
-  if os.path.isfile(absolute):
-    return {"path": absolute, "bytes": os.path.getsize(absolute)}
-  if os.path.isdir(absolute):
+    return [file_setting(name) for part in path.split(",") for name in files.glob_files(part)]
+  absolute = path_setting(path)
+  if files.is_directory(absolute):
     return {"path": absolute, "training_files": _training_files(absolute)}
+  if files.exists(absolute):
+    return {"path": absolute, "bytes": files.file_size(absolute)}
   return path
 
 
@@ -67,10 +66,10 @@ def path_setting(path):
 
 def _training_files(directory):
   found = {}
-  for name in sorted(glob.glob(os.path.join(directory, "*train*")) +
-                     glob.glob(os.path.join(directory, "*", "*train*"))):
-    if os.path.isfile(name):
-      found[os.path.relpath(name, directory)] = os.path.getsize(name)
+  for name in (files.glob_files(os.path.join(directory, "*train*")) +
+               files.glob_files(os.path.join(directory, "*", "*train*"))):
+    if not files.is_directory(name):
+      found[os.path.relpath(name, directory)] = files.file_size(name)
   return found
 
 

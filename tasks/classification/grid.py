@@ -37,10 +37,9 @@ def run_name(setting):
 def read_eval_results(path):
   """eval_results.txt as a dict of floats ("key = value" lines)."""
   results = {}
-  with open(path, encoding="utf-8") as f:
-    for line in f:
-      key, _, value = line.strip().partition(" = ")
-      results[key] = float(value)
+  for line in files.read_text(path).splitlines():
+    key, _, value = line.strip().partition(" = ")
+    results[key] = float(value)
   return results
 
 
@@ -48,19 +47,18 @@ def claim(run_dir, setting, seed):
   """Marks `run_dir` as the run of `setting`; refuses one holding another."""
   wanted = dict(setting._asdict(), seed=seed)
   path = os.path.join(run_dir, SETTING_FILE)
-  if os.path.exists(path):
-    with open(path, encoding="utf-8") as f:
-      found = json.load(f)
+  if files.exists(path):
+    found = files.read_json(path)
     if found != wanted:
       raise UserError("%s holds a run with other settings (%s); remove that directory or "
                       "choose another --output_dir." % (run_dir, found))
     return
-  os.makedirs(run_dir, exist_ok=True)
+  files.makedirs(run_dir)
   files.write_text(path, json.dumps(wanted, sort_keys=True) + "\n")
 
 
 def finished(run_dir, expected_files):
-  return all(os.path.exists(os.path.join(run_dir, name)) for name in expected_files)
+  return all(files.exists(os.path.join(run_dir, name)) for name in expected_files)
 
 
 def best(rows):
@@ -92,12 +90,11 @@ def copy_best(run_dir, best_dir):
   """The best run's results files (eval_results.txt, labels.txt,
   test_results.tsv and the GLUE submission file) into `best_dir`; returns
   their names."""
-  os.makedirs(best_dir, exist_ok=True)
-  names = sorted(n for n in os.listdir(run_dir)
+  files.makedirs(best_dir)
+  names = sorted(n for n in files.list_directory(run_dir)
                  if n in ("eval_results.txt", files.LABELS_FILE) or n.endswith(".tsv"))
   for name in names:
-    with open(os.path.join(run_dir, name), "rb") as f:
-      data = f.read()
+    data = files.read_bytes(os.path.join(run_dir, name))
     with files.atomic_output(os.path.join(best_dir, name), "wb") as f:
       f.write(data)
   return names

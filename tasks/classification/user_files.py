@@ -72,10 +72,10 @@ def _rows(path, flag):
   """(line number, row) for each non-blank row: a list of fields (CSV, TSV)
   or a dict (JSON Lines)."""
   kind = file_format(path, flag)
-  if not os.path.exists(path):
+  if not files.exists(path):
     raise UserError("%s=%s: no such file." % (flag, path))
   try:
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with files.open_text(path, encoding="utf-8-sig", newline="") as f:
       if kind == "jsonl":
         for number, line in enumerate(f, 1):
           if not line.strip():

@@ -51,8 +51,7 @@ def read_sentences(path):
   """The sentences of a CoNLL file, each with its words, tags and first
   line; an error naming the file and line for a line without a tag or a
   tag of no known form."""
-  with open(path, encoding="utf-8") as f:
-    lines = f.read().splitlines()
+  lines = files.read_text(path).splitlines()
   sentences = []
   words, tags, start = [], [], None
 

@@ -103,9 +103,8 @@ class NerTask(driver.Task):
     file's tags (written to labels.txt)."""
     if self._labels is None:
       path = os.path.join(self.output_dir, LABELS_FILE)
-      if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-          self._labels = f.read().split()
+      if files.exists(path):
+        self._labels = files.read_text(path).split()
       else:
         self._labels = features.label_list_of(self.examples("train"))
         files.write_text(path, "".join(label + "\n" for label in self._labels))

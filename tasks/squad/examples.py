@@ -12,7 +12,6 @@ purpose.
 
 import bisect
 import json
-import os
 import re
 
 from absl import logging
@@ -67,15 +66,10 @@ class SquadExamples(list):
 
 def _load_json(input_file):
   """The file's "data" list; unreadable JSON is the user's error, in one line."""
-  if files.is_remote(input_file):
-    import tensorflow as tf
-    opener = lambda: tf.io.gfile.GFile(input_file, "r")
-  else:
-    if not os.path.exists(input_file):
-      raise UserError("%s: no such file." % input_file)
-    opener = lambda: open(input_file, "r", encoding="utf-8")
+  if not files.exists(input_file):
+    raise UserError("%s: no such file." % input_file)
   try:
-    with opener() as f:
+    with files.open_text(input_file) as f:
       document = json.load(f)
   except (ValueError, UnicodeDecodeError) as e:
     raise UserError("%s: not a valid SQuAD JSON file: %s" % (input_file, e)) from None

@@ -124,7 +124,7 @@ demo: $(STAMP) $(DEMO_CORPUS)
 	@echo "Fine-tuning eval results ($(DEMO_DIR)/classifier_output/eval_results.txt):"
 	@cat $(DEMO_DIR)/classifier_output/eval_results.txt
 	@echo "==> [6/9] Asking the exported SavedModel about two raw sentence pairs, from a fresh process"
-	$(PY) serving/query.py --export_dir=$(DEMO_DIR)/export/1 \
+	$(PY) query.py --export_dir=$(DEMO_DIR)/export/1 \
 	  --text_a="In the beginning God created the heaven and the earth." \
 	  --text_b="In the beginning God created the earth." \
 	  --text_a="In the beginning God created the heaven and the earth." \

@@ -145,7 +145,7 @@ def quick_start(args, scratch):
       "--num_train_epochs=%g" % args.quick_start_epochs])
   row.run("predict and export", _python("run_classifier.py") + flags + [
       "--do_predict=true", "--export_dir=" + export])
-  row.run("query the export", _python("serving/query.py") + [
+  row.run("query the export", _python("query.py") + [
       "--export_dir=" + export, "--text_a=The cat sat on the mat.",
       "--text_b=A cat was sitting on the mat."])
   return row.result([out, os.path.dirname(export)])

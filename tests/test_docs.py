@@ -240,7 +240,7 @@ def test_quick_start_runs_as_written(tmp_path):
                                      GLUE_DIR=glue_dir, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, command + "\n" + result.stderr[-3000:]
     ran.append((words, result.stdout))
-  assert [w[1] for w, _ in ran] == ["run_classifier.py", "run_classifier.py", "serving/query.py"]
+  assert [w[1] for w, _ in ran] == ["run_classifier.py", "run_classifier.py", "query.py"]
 
   output_dir = tmp_path / "mrpc_output"
   results = read_eval_results(output_dir / "eval_results.txt")
@@ -257,7 +257,7 @@ def test_quick_start_runs_as_written(tmp_path):
   with open(os.path.join(glue_dir, "MRPC", "test.tsv"), encoding="utf-8") as f:
     first = f.read().splitlines()[1].split("\t")
   result = subprocess.run(
-      [sys.executable, "serving/query.py", "--export_dir=%s" % (tmp_path / "mrpc_export" / "1"),
+      [sys.executable, "query.py", "--export_dir=%s" % (tmp_path / "mrpc_export" / "1"),
        "--text_a=" + first[3], "--text_b=" + first[4]],
       cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))

@@ -125,7 +125,7 @@ def test_export_and_bert_query_give_the_vectors(converted, hf_dir, tmp_path, poo
        "--export_dir=%s" % export_dir] + model_flags(converted, hf_dir) + chosen])
   assert result.returncode == 0, result.stderr[-3000:]
   answer = subprocess.run(
-      [sys.executable, "serving/query.py", "--export_dir=%s" % export_dir,
+      [sys.executable, "query.py", "--export_dir=%s" % export_dir,
        "--lines=" + data_file(REF + "input.txt")], cwd=REPO_ROOT, capture_output=True,
       text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   assert answer.returncode == 0, answer.stderr[-3000:]

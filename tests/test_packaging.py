@@ -25,7 +25,7 @@ INSTALLED_NAMES = {
     "data_prep", "demo", "modeling", "plumbing", "serving", "tasks", "vocab",
     # The scripts' modules.
     "beam_pretraining_data", "convert_checkpoint", "create_pretraining_data", "embed",
-    "extract_features", "fill_mask", "learn_vocab", "run_classifier", "run_classifier_grid",
+    "extract_features", "fill_mask", "learn_vocab", "query", "run_classifier", "run_classifier_grid",
     "run_embedding_pairs", "run_flags", "run_multi_label", "run_ner", "run_pretraining",
     "run_squad", "run_swag"}
 

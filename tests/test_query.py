@@ -1,4 +1,4 @@
-"""serving/query.py (`bert-query`) answers each kind of export as TF
+"""query.py (`bert-query`) and serving/rest.py answer each kind of export as TF
 Serving's REST API would: the JSON of the signature's own outputs, called
 directly here, for row and columnar requests; TF Serving's error messages
 (tensorflow_serving/util/json_tensor.cc) for bad requests; one line and
@@ -9,6 +9,7 @@ import base64
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -18,10 +19,14 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, assert_one_line_error
-from serving import query
+import query
+from serving import rest
 import tiny_exports
 
-QUERY = os.path.join(REPO_ROOT, "serving", "query.py")
+QUERY = os.path.join(REPO_ROOT, "query.py")
+# All the command needs beside TensorFlow and tensorflow-text.
+COMMAND_FILES = ("query.py", "serving/__init__.py", "serving/rest.py", "plumbing/__init__.py",
+                 "plumbing/startup.py")
 ENDINGS = ["opens a book.", "flies away.", "melts.", "is a bench."]
 
 # Examples of each kind of export, as row-format instances.
@@ -80,7 +85,7 @@ def test_row_and_columnar_answers_are_the_signatures_outputs(exports, kind):
   instances = INSTANCES[kind]
   expected = _direct(model, instances)
 
-  rows = json.loads(json.dumps(query.predict(model, {"instances": instances})))
+  rows = json.loads(json.dumps(rest.predict(model, {"instances": instances})))
   assert list(rows) == ["predictions"]
   assert len(rows["predictions"]) == len(instances)
   for i, prediction in enumerate(rows["predictions"]):
@@ -89,7 +94,7 @@ def test_row_and_columnar_answers_are_the_signatures_outputs(exports, kind):
       _assert_json_is(prediction[name], tensor[i], (kind, i, name))
 
   inputs = {name: [instance[name] for instance in instances] for name in instances[0]}
-  columns = json.loads(json.dumps(query.predict(model, {"inputs": inputs})))
+  columns = json.loads(json.dumps(rest.predict(model, {"inputs": inputs})))
   assert list(columns) == ["outputs"] and set(columns["outputs"]) == set(expected)
   for name, tensor in expected.items():
     _assert_json_is(columns["outputs"][name], tensor, (kind, name))
@@ -100,9 +105,9 @@ def test_bare_values_for_one_input_and_one_output(exports):
   (NER's serve_features): each prediction, and the outputs, are bare."""
   _, model = exports["ner"]
   texts = [instance["text"] for instance in INSTANCES["ner"]]
-  named = query.predict(model, {"instances": INSTANCES["ner"]})
-  assert query.predict(model, {"instances": texts}) == named
-  assert query.predict(model, json.dumps({"inputs": texts})) == query.predict(
+  named = rest.predict(model, {"instances": INSTANCES["ner"]})
+  assert rest.predict(model, {"instances": texts}) == named
+  assert rest.predict(model, json.dumps({"inputs": texts})) == rest.predict(
       model, {"inputs": {"text": texts}})
 
   features = {name: value.numpy().tolist() for name, value in _direct(
@@ -110,18 +115,18 @@ def test_bare_values_for_one_input_and_one_output(exports):
   logits = model.signatures["serve_features"](
       **{name: tf.constant(value) for name, value in features.items()})["token_logits"]
   windows = len(features["input_ids"])
-  rows = query.predict(model, {"signature_name": "serve_features", "instances": [
+  rows = rest.predict(model, {"signature_name": "serve_features", "instances": [
       {name: features[name][i] for name in features} for i in range(windows)]})
   assert len(rows["predictions"]) == windows
   _assert_json_is(rows["predictions"], logits, "row")
-  columns = query.predict(model, {"signature_name": "serve_features", "inputs": features})
+  columns = rest.predict(model, {"signature_name": "serve_features", "inputs": features})
   _assert_json_is(columns["outputs"], logits, "columnar")
 
 
 def test_signature_name_picks_the_signature(exports):
   _, model = exports["pair"]
   instances = INSTANCES["pair"]
-  answer = query.predict(model, {"signature_name": "tokenize", "instances": instances})
+  answer = rest.predict(model, {"signature_name": "tokenize", "instances": instances})
   for name, tensor in _direct(model, instances, "tokenize").items():
     _assert_json_is([p[name] for p in answer["predictions"]], tensor, name)
 
@@ -145,7 +150,7 @@ def echo_export(tmp_path_factory):
 
 def test_bytes_floats_and_types_as_tf_serving_writes_them(echo_export):
   raw = b"\xff\x00abc"
-  answer = query.predict(echo_export, {"instances": [
+  answer = rest.predict(echo_export, {"instances": [
       {"blob": {"b64": base64.b64encode(raw).decode()}, "x": 3},
       {"blob": "naïve", "x": 2.5}]})
   first, second = answer["predictions"]
@@ -155,7 +160,7 @@ def test_bytes_floats_and_types_as_tf_serving_writes_them(echo_export):
   assert second["blob"] == "naïve" and second["length"] == 6
   # float32's 0.1 as TF Serving writes it, not as the float64 it widens to.
   assert json.dumps(second["tenth"]) == "0.1"
-  assert query.predict(echo_export, {"instances": [{"blob": "a", "x": "1"}]}) == {"error": (
+  assert rest.predict(echo_export, {"instances": [{"blob": "a", "x": "1"}]}) == {"error": (
       "Failed to process element: 0 key: x of 'instances' list. Error: INVALID_ARGUMENT: "
       "JSON Value: \"1\" Type: String is not of expected type: float")}
 
@@ -191,21 +196,21 @@ BAD_REQUESTS = [
 @pytest.mark.parametrize("body, message", BAD_REQUESTS)
 def test_bad_requests_get_tf_servings_error(exports, body, message):
   _, model = exports["pair"]
-  assert query.predict(model, body) == {"error": message}
+  assert rest.predict(model, body) == {"error": message}
 
 
 def test_more_bad_requests(exports):
   _, model = exports["pair"]
-  assert query.predict(model, '{"instances": [{"text_a": "x"')["error"].startswith(
+  assert rest.predict(model, '{"instances": [{"text_a": "x"')["error"].startswith(
       "JSON Parse error: ")
   # The export's own check, as the server's session reports it.
-  error = query.predict(model, {"inputs": {"text_a": ["a", "b"], "text_b": ["c"]}})["error"]
+  error = rest.predict(model, {"inputs": {"text_a": ["a", "b"], "text_b": ["c"]}})["error"]
   assert error.startswith("assertion failed: [text_a and text_b: not as many of one as of "
                           "the other in this request"), error
   assert "Graph execution error" not in error and "[Op:" not in error
   _, swag = exports["swag"]
   ragged = [dict(INSTANCES["swag"][0]), dict(INSTANCES["swag"][1], endings=ENDINGS[:3])]
-  assert query.predict(swag, {"instances": ragged}) == {"error": (
+  assert rest.predict(swag, {"instances": ragged}) == {"error": (
       "Failed to process element: 1 key: endings of 'instances' list. Error: INVALID_ARGUMENT: "
       "Expecting tensor size: 4 but got: 3")}
 
@@ -213,47 +218,53 @@ def test_more_bad_requests(exports):
 def test_query_keeps_its_columnar_answer(exports):
   export_dir, model = exports["pair"]
   pairs = INSTANCES["pair"]
-  answer = query.query(export_dir, text_a=[p["text_a"] for p in pairs],
+  answer = rest.query(export_dir, text_a=[p["text_a"] for p in pairs],
                        text_b=[p["text_b"] for p in pairs])
   expected = _direct(model, pairs)
   assert set(answer) == set(expected)
   for name, tensor in expected.items():
     _assert_json_is(answer[name], tensor, name)
-  single = query.query(model, text_a=["The cat sat."])  # text_b left out: empty.
-  assert single == query.query(model, text_a=["The cat sat."], text_b=[""])
+  single = rest.query(model, text_a=["The cat sat."])  # text_b left out: empty.
+  assert single == rest.query(model, text_a=["The cat sat."], text_b=[""])
   with pytest.raises(ValueError, match="Missing named input: question"):
-    query.query(exports["squad"][1], context=["The cat sat."])
+    rest.query(exports["squad"][1], context=["The cat sat."])
 
 
 def test_query_loads_tensorflow_only():
-  """It runs beside a server, where this project is not installed."""
+  """It runs beside a server, where this project is not installed: its
+  files import TensorFlow, tensorflow-text and one another only."""
   imported = set()
-  for node in ast.walk(ast.parse(open(QUERY, encoding="utf-8").read())):
-    if isinstance(node, ast.Import):
-      imported |= {alias.name.split(".")[0] for alias in node.names}
-    elif isinstance(node, ast.ImportFrom):
-      imported.add(node.module.split(".")[0])
-  assert imported <= {"argparse", "base64", "json", "logging", "os", "re", "sys", "numpy",
-                      "tensorflow", "tensorflow_text"}, imported
+  for name in COMMAND_FILES:
+    for node in ast.walk(ast.parse(open(os.path.join(REPO_ROOT, name), encoding="utf-8").read())):
+      if isinstance(node, ast.Import):
+        imported |= {alias.name for alias in node.names}
+      elif isinstance(node, ast.ImportFrom):
+        imported |= {node.module + "." + alias.name for alias in node.names}
+  assert imported <= {"argparse", "base64", "importlib.abc", "json", "logging", "os", "re",
+                      "sys", "numpy", "tensorflow", "tensorflow_text", "plumbing.startup",
+                      "serving.rest"}, imported
 
 
-def _command(args, stdin=None, cwd=None):
-  """serving/query.py run as a user runs it, outside the repository."""
-  return subprocess.run([sys.executable, QUERY] + args, input=stdin, capture_output=True,
+def _command(args, stdin=None, cwd=None, script=QUERY):
+  """query.py run as a user runs it, from another directory."""
+  return subprocess.run([sys.executable, script] + args, input=stdin, capture_output=True,
                         text=True, timeout=300, cwd=cwd,
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=""))
 
 
 def test_command_runs_outside_the_repository(exports, tmp_path):
-  """Flags as the old command took them (two pairs), from a process that
-  cannot import this project: the row request's answer."""
+  """Flags as the old command took them (two pairs), from a copy of the
+  command's files alone: the row request's answer."""
   export_dir, model = exports["pair"]
   pairs = INSTANCES["pair"][:2]
+  for name in COMMAND_FILES:
+    os.makedirs(os.path.dirname(str(tmp_path / "copy" / name)), exist_ok=True)
+    shutil.copy(os.path.join(REPO_ROOT, name), str(tmp_path / "copy" / name))
   result = _command(["--export_dir=" + export_dir] + [
       "--%s=%s" % (name, p[name]) for p in pairs for name in ("text_a", "text_b")],
-      cwd=str(tmp_path))
+      cwd=str(tmp_path), script=str(tmp_path / "copy" / "query.py"))
   assert result.returncode == 0, result.stderr[-3000:]
-  assert json.loads(result.stdout) == query.predict(model, {"instances": pairs})
+  assert json.loads(result.stdout) == rest.predict(model, {"instances": pairs})
   assert "Traceback" not in result.stderr and "WARNING:absl" not in result.stderr
 
 
@@ -322,7 +333,7 @@ def test_command_flags_follow_the_signature(loads_once, capsys, tmp_path):
   flags += ["--endings=" + e for instance in INSTANCES["swag"] for e in instance["endings"]]
   result = _main(["--export_dir=" + swag_dir] + flags, capsys)
   assert result.returncode == 0, result.stderr
-  assert json.loads(result.stdout) == query.predict(swag, {"instances": INSTANCES["swag"]})
+  assert json.loads(result.stdout) == rest.predict(swag, {"instances": INSTANCES["swag"]})
 
   squad_dir, squad_model = loads_once["squad"]
   lines = tmp_path / "pairs.tsv"
@@ -331,7 +342,7 @@ def test_command_flags_follow_the_signature(loads_once, capsys, tmp_path):
   result = _main(["--export_dir=" + squad_dir, "--lines=%s" % lines,
                   "--columns=context,question"], capsys)
   assert result.returncode == 0, result.stderr
-  assert json.loads(result.stdout) == query.predict(squad_model,
+  assert json.loads(result.stdout) == rest.predict(squad_model,
                                                     {"instances": INSTANCES["squad"]})
 
 

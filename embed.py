@@ -23,7 +23,7 @@ from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its do
 from data_prep import tokenization
 import modeling
 from modeling import pooling as pooling_lib
-from modeling import training
+from modeling.checkpoints import loading
 from plumbing import cli
 from plumbing import progress as progress_lib
 from plumbing.errors import UserError
@@ -107,7 +107,7 @@ def main(_):
     num_lines = feature_extraction.check_input(FLAGS.input_file, pairs=False)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertModel(config)
-  training.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
+  loading.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
   if FLAGS.input_file:
     _embed(strategy, model, tokenizer, settings, num_lines, kind)
   if FLAGS.export_dir:

@@ -21,7 +21,7 @@ from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its do
 from data_prep import tokenization
 import modeling
 from modeling import inference
-from modeling import training
+from modeling.checkpoints import loading
 from plumbing import cli
 from plumbing import progress as progress_lib
 from plumbing.errors import UserError
@@ -90,7 +90,7 @@ def main(_):
   num_lines = feature_extraction.check_input(FLAGS.input_file)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertModel(config)
-  training.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
+  loading.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
 
   pooled = FLAGS.pooling != "none"
 

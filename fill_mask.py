@@ -24,7 +24,7 @@ import modeling
 from modeling import bert_model
 from modeling import checkpoints
 from modeling import heads
-from modeling import training
+from modeling.checkpoints import loading
 from plumbing import cli
 from plumbing.errors import UserError
 import run_flags
@@ -72,7 +72,7 @@ def main(_):
   _check_head(FLAGS.init_checkpoint)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = bert_model.BertWithHeads(bert_model.BertModel(config), [heads.MaskedLMHead(config)])
-  training.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
+  loading.load_weights(model, FLAGS.init_checkpoint, deferred, FLAGS.weights)
   records = tf.data.Dataset.from_tensor_slices(fill_mask.padded(features, FLAGS.max_seq_length))
   ids, probabilities = fill_mask.masked_lm_top_k(
       strategy, model, records, len(features), batch_size, FLAGS.top_k,

@@ -25,6 +25,7 @@ from modeling import config as config_lib
 from modeling.checkpoints import best as best_weights
 from modeling import pooling as pooling_lib
 from modeling import training
+from modeling import strategy as strategy_lib
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing.run_directory import settings as run_settings
@@ -341,8 +342,8 @@ def create_strategy(flag_values):
   Call before TensorFlow runs anything: multi-worker collectives and logical
   devices must be set up first.
   """
-  training.split_cpu(flag_values.num_cpu_devices)
-  strategy = training.create_strategy(
+  strategy_lib.split_cpu(flag_values.num_cpu_devices)
+  strategy = strategy_lib.create_strategy(
       flag_values.distribution_strategy, flag_values.num_gpus, flag_values.use_tpu,
       flag_values.tpu_name, flag_values.tpu_zone, flag_values.gcp_project,
       flag_values.master)

@@ -23,6 +23,7 @@ from data_prep.pretraining import dynamic_masking
 import modeling
 from modeling import losses
 from modeling import pretraining
+from modeling.checkpoints import loading
 from modeling import training
 from plumbing import cli
 from plumbing.errors import UserError
@@ -113,7 +114,7 @@ def main(_):
     latest = tf.train.latest_checkpoint(FLAGS.output_dir)
     if not latest and not FLAGS.init_checkpoint and not FLAGS.weights:
       raise UserError("--do_eval needs a checkpoint in --output_dir or --init_checkpoint.")
-    step = training.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
+    step = loading.load_for_inference(model, FLAGS.output_dir, FLAGS.init_checkpoint,
                                        deferred, FLAGS.weights)
 
   if FLAGS.do_eval:

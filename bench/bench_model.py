@@ -161,7 +161,8 @@ def _time_training_loop(args, make_model, data, jit):
   import tempfile  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from modeling import losses, optimization, training  # pylint: disable=g-import-not-at-top
-  strategy = training.create_strategy("one_device")
+  from modeling import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
+  strategy = strategy_lib.create_strategy("one_device")
   with strategy.scope():
     model = make_model()
     optimizer = optimization.create_optimizer(LEARNING_RATE[args.mode], 10000, 100)

@@ -114,7 +114,7 @@ def deferred_initialization(enabled=True):
   original's init_from_checkpoint replaced the initializers: drawing a
   large model's truncated-normal values is most of the time building it
   takes. Whoever defers must initialize() unless every deferred
-  weight is then loaded (training.load_weights does).
+  weight is then loaded (loading.load_weights does).
   """
   previous = getattr(_deferral, "active", None)
   _deferral.active = DeferredInitialization() if enabled else None

@@ -52,13 +52,8 @@ import numpy as np
 import tensorflow as tf
 
 from modeling.checkpoints import loading
-# The scripts load weights and build strategies through this module.
-from modeling.checkpoints.loading import load_for_inference  # noqa: F401
-from modeling.checkpoints.loading import load_weights  # noqa: F401
 from modeling import optimization
-from modeling.strategy import create_strategy  # noqa: F401
 from modeling.strategy import is_chief
-from modeling.strategy import split_cpu  # noqa: F401
 from plumbing.errors import Stopped
 from plumbing.errors import UserError
 from plumbing import files

@@ -26,6 +26,7 @@ from modeling import checkpoints
 from modeling.checkpoints import best as best_weights
 from modeling import losses
 from modeling import training
+from modeling.checkpoints import loading
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing import tf_example
@@ -227,13 +228,13 @@ def run(task, settings, strategy, config):
                                   s.early_stopping_patience)
   if s.do_train and best and best.stopped_at:
     logging.info("This run stopped early at step %d before.", best.stopped_at)
-    step = training.load_for_inference(model, s.output_dir, deferred=deferred,
+    step = loading.load_for_inference(model, s.output_dir, deferred=deferred,
                                        weights=s.weights)
   elif s.do_train:
     this.train(best, deferred)
     step = _weights_after_training(model, s.output_dir, s.weights)
   else:
-    step = training.load_for_inference(model, s.output_dir, s.init_checkpoint, deferred,
+    step = loading.load_for_inference(model, s.output_dir, s.init_checkpoint, deferred,
                                        s.weights)
 
   if s.do_eval:

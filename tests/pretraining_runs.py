@@ -16,6 +16,7 @@ from conftest import PRETRAINING_FEATURES, REPO_ROOT, data_file, reference_confi
 import modeling
 from modeling import losses
 from modeling import optimization
+from modeling import strategy as strategy_lib
 from modeling import training
 
 RECORDS = data_file("pretraining_reference/sample_default.tfrecord")  # 23 records, seq 128
@@ -69,7 +70,7 @@ def reference_run(strategy_name, accumulation, out_dir, save_every=6, stop_after
   reads that batch, as a preemptible machine's shutdown would."""
   inputs = dict(np.load(data_file("modeling_reference/inputs.npz")))
   features = {k: inputs[k][list(rows)] for k in PRETRAINING_FEATURES}
-  strategy = training.create_strategy(strategy_name)
+  strategy = strategy_lib.create_strategy(strategy_name)
   with strategy.scope():
     model = modeling.BertPretrainer(reference_config(hidden_dropout_prob=0.0,
                                                      attention_probs_dropout_prob=0.0))
@@ -109,8 +110,8 @@ import sys
 import numpy as np
 repo, out_dir, result_file = sys.argv[1:4]
 sys.path[:0] = [repo, repo + "/tests"]
-from modeling import training
-training.split_cpu(3)
+from modeling import strategy as strategy_lib
+strategy_lib.split_cpu(3)
 from pretraining_runs import reference_run
 np.savez(result_file, **reference_run("mirrored", 1, out_dir))
 """

@@ -162,7 +162,7 @@ def test_an_encoder_alone_reads_the_encoder_of_a_task_models_checkpoint(tmp_path
   """A fine-tuned run's object-based checkpoint holds a task model, its
   encoder under `bert`: a BertModel (embed.py, extract_features) loads that
   encoder's every weight, none drawn at random."""
-  from modeling import training  # pylint: disable=g-import-not-at-top
+  from modeling.checkpoints import loading  # pylint: disable=g-import-not-at-top
   model = modeling.BertSpanPredictor(_config())
   modeling.load_original_checkpoint(model, _ckpt(), log=False)
   for variable in model.bert.weights:  # Not the released values: this checkpoint's own.
@@ -172,7 +172,7 @@ def test_an_encoder_alone_reads_the_encoder_of_a_task_models_checkpoint(tmp_path
     encoder = modeling.BertModel(_config())
   deferral.pending = [(v, lambda *_: pytest.fail("drew a loaded weight"))
                       for v, _ in deferral.pending]
-  training.load_weights(encoder, prefix, deferral)
+  loading.load_weights(encoder, prefix, deferral)
   assert not deferral.pending
   want = model.bert.original_names()
   for name, variable in encoder.original_names().items():
@@ -361,7 +361,7 @@ def test_deferred_weights_are_drawn_as_at_construction_unless_loaded(tmp_path):
   load_weights: the checkpoint's values where it has them, elsewhere exactly
   what construction would have drawn."""
   import keras
-  from modeling import training
+  from modeling.checkpoints import loading
 
   def build(deferred):
     keras.utils.set_random_seed(3)
@@ -372,7 +372,7 @@ def test_deferred_weights_are_drawn_as_at_construction_unless_loaded(tmp_path):
   # No checkpoint: every weight drawn, as at construction.
   model, deferral = build(True)
   assert not np.any(model.original_names()["output_weights"].numpy())
-  training.load_weights(model, None, deferral)
+  loading.load_weights(model, None, deferral)
   for name, variable in model.original_names().items():
     np.testing.assert_array_equal(variable.numpy(), drawn[name].numpy(), err_msg=name)
   # A checkpoint of the encoder alone: it is loaded, the head drawn.
@@ -380,7 +380,7 @@ def test_deferred_weights_are_drawn_as_at_construction_unless_loaded(tmp_path):
   modeling.load_original_checkpoint(encoder, _ckpt(), log=False)
   prefix = modeling.save_original_checkpoint(encoder, str(tmp_path / "bert" / "model.ckpt"))
   model, deferral = build(True)
-  training.load_weights(model, prefix, deferral)
+  loading.load_weights(model, prefix, deferral)
   reader = tf.train.load_checkpoint(prefix)
   assert not reader.has_tensor("output_weights")
   for name, variable in model.original_names().items():
@@ -392,7 +392,7 @@ def test_deferred_weights_are_drawn_as_at_construction_unless_loaded(tmp_path):
     again, deferral = build(True)
     deferral.pending = [(v, lambda *_: pytest.fail("drew a loaded weight"))
                         for v, _ in deferral.pending]
-    training.load_weights(again, prefix, deferral)
+    loading.load_weights(again, prefix, deferral)
     assert not deferral.pending
     for a, b in zip(model.weights, again.weights):
       np.testing.assert_array_equal(a.numpy(), b.numpy())

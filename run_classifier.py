@@ -33,7 +33,6 @@ from tasks.classification import glue
 from tasks.classification import task as classification
 from tasks.classification import windows
 # The original's public names, where its users look for them.
-from tasks.classification.features import _truncate_seq_pair  # noqa: F401
 from tasks.classification.features import convert_examples_to_features  # noqa: F401
 from tasks.classification.features import convert_single_example  # noqa: F401
 from tasks.classification.features import file_based_convert_examples_to_features  # noqa: F401
@@ -45,6 +44,7 @@ from tasks.classification.glue import DataProcessor  # noqa: F401
 from tasks.classification.glue import MnliProcessor  # noqa: F401
 from tasks.classification.glue import MrpcProcessor  # noqa: F401
 from tasks.classification.glue import XnliProcessor  # noqa: F401
+from tasks.pair_packing import truncate_seq_pair as _truncate_seq_pair  # noqa: F401
 
 FLAGS = flags.FLAGS
 

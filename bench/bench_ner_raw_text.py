@@ -81,7 +81,7 @@ def punctuation_counts(entities, texts):
   last character lies in a gold word of punctuation alone, entities of
   punctuation alone) among [(type, text, start, end)] per sentence."""
   # pylint: disable=protected-access  (the original's predicate)
-  punctuation = tokenization._is_punctuation
+  punctuation = tokenization.is_punctuation
   edges = stray = alone = 0
   for sentence, (text, spans) in zip(entities, texts):
     lone = {i for s, e in spans if all(punctuation(c) for c in text[s:e]) for i in range(s, e)}

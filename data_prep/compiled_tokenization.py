@@ -53,7 +53,7 @@ _CASED = 64       # cased, and not case-ignorable (the final-sigma rule)
 _IGNORABLE = 128  # case-ignorable (the final-sigma rule)
 
 _CAPITAL_SIGMA = 0x3A3
-# The CJK Unified Ideograph blocks (tokenization._is_chinese_char).
+# The CJK Unified Ideograph blocks (tokenization.is_chinese_char).
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
                (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 

@@ -110,7 +110,7 @@ def whitespace_tokenize(text):
   return text.split()
 
 
-def _is_whitespace(char):
+def is_whitespace(char):
   # Tab, newline and carriage return are control characters to Unicode but
   # whitespace to us.
   if char in " \t\n\r":
@@ -118,13 +118,13 @@ def _is_whitespace(char):
   return unicodedata.category(char) == "Zs"
 
 
-def _is_control(char):
+def is_control(char):
   if char in "\t\n\r":
     return False
   return unicodedata.category(char) in ("Cc", "Cf")
 
 
-def _is_punctuation(char):
+def is_punctuation(char):
   # Every ASCII character that is not a letter or digit counts, so "$", "^",
   # "`" (Unicode symbols, not punctuation) are split off too.
   cp = ord(char)
@@ -138,7 +138,7 @@ def _is_punctuation(char):
 _ASCII_PIECES = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~]+")
 
 
-def _is_chinese_char(cp):
+def is_chinese_char(cp):
   """True for code points of the CJK Unified Ideograph blocks.
 
   Hangul, Hiragana and Katakana are not included: those scripts separate
@@ -148,6 +148,11 @@ def _is_chinese_char(cp):
           0x20000 <= cp <= 0x2A6DF or 0x2A700 <= cp <= 0x2B73F or
           0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or
           0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+# The original module's names of the predicates, for code written against it.
+_is_whitespace, _is_control, _is_punctuation, _is_chinese_char = (
+    is_whitespace, is_control, is_punctuation, is_chinese_char)
 
 
 class _CleanAndSpaceTable(dict):
@@ -160,11 +165,11 @@ class _CleanAndSpaceTable(dict):
 
   def __missing__(self, cp):
     char = chr(cp)
-    if cp == 0 or cp == 0xFFFD or _is_control(char):
+    if cp == 0 or cp == 0xFFFD or is_control(char):
       value = ""
-    elif _is_whitespace(char):
+    elif is_whitespace(char):
       value = " "
-    elif _is_chinese_char(cp):
+    elif is_chinese_char(cp):
       value = " " + char + " "
     else:
       value = char
@@ -215,7 +220,7 @@ class BasicTokenizer(object):
     pieces = []
     start_new_word = True
     for char in text:
-      if _is_punctuation(char):
+      if is_punctuation(char):
         pieces.append(char)
         start_new_word = True
       else:
@@ -225,8 +230,8 @@ class BasicTokenizer(object):
         pieces[-1] += char
     return pieces
 
-  def _is_chinese_char(self, cp):
-    return _is_chinese_char(cp)
+  def is_chinese_char(self, cp):
+    return is_chinese_char(cp)
 
 
 class WordpieceTokenizer(object):

@@ -72,9 +72,14 @@ def read_text(path):
     return f.read()
 
 
+def open_binary(path):
+  """A file open for reading bytes."""
+  return _gfile().GFile(path, "rb") if is_remote(path) else open(path, "rb")
+
+
 def read_bytes(path):
   """The whole of a file, as bytes."""
-  with (_gfile().GFile(path, "rb") if is_remote(path) else open(path, "rb")) as f:
+  with open_binary(path) as f:
     return f.read()
 
 

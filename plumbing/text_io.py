@@ -27,13 +27,6 @@ class ChangedWhileReadError(UserError):
   """An input file changed, vanished or failed while being read."""
 
 
-def open_binary(path):
-  if files.is_remote(path):
-    import tensorflow as tf  # Only needed for gs://, hdfs:// and the like.
-    return tf.io.gfile.GFile(path, "rb")
-  return open(path, "rb")
-
-
 def expand_globs(patterns):
   """Expands comma-separated glob patterns in the order the original saw them.
 
@@ -66,7 +59,7 @@ def iter_raw_lines(path):
   could reproduce."""
   line_number = 0
   try:
-    with open_binary(path) as f:
+    with files.open_binary(path) as f:
       expected = _regular_file_size(f)
       read = 0
       pending = b""

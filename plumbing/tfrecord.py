@@ -113,13 +113,9 @@ def forget_reads():
   del _files_read[:]
 
 
-def _open(path):
-  return files._gfile().GFile(path, "rb") if files.is_remote(path) else open(path, "rb")
-
-
 def records_in(path):
   """The number of records in the TFRecord file at `path`."""
-  with _open(path) as f:
+  with files.open_binary(path) as f:
     return count_records(f)
 
 
@@ -127,7 +123,7 @@ def first_damage(path):
   """(1-based number of the first record that cannot be read, what is wrong
   with it), or None when every frame's length, both CRCs and the file's end
   are as a TFRecord writer leaves them."""
-  with _open(path) as f:
+  with files.open_binary(path) as f:
     number = 0
     while True:
       header = f.read(12)

@@ -75,7 +75,7 @@ def _apply_each(function, texts):
 
 
 def _is_dropped(char):
-  return char in "\x00\ufffd" or tokenization._is_control(char)
+  return char in "\x00\ufffd" or tokenization.is_control(char)
 
 
 @functools.lru_cache(maxsize=None)
@@ -90,9 +90,9 @@ def _special_code_points():
       lambda text: unicodedata.normalize("NFD", text.lower()), chars)
   return tuple(
       cp for cp, char, low in zip(cps, chars, lowered)
-      if low != char or _is_dropped(char) or tokenization._is_whitespace(char)
-      or char.isspace() or tokenization._is_chinese_char(cp)
-      or tokenization._is_punctuation(char)
+      if low != char or _is_dropped(char) or tokenization.is_whitespace(char)
+      or char.isspace() or tokenization.is_chinese_char(cp)
+      or tokenization.is_punctuation(char)
       or unicodedata.category(char) == "Mn")
 
 
@@ -100,7 +100,7 @@ def _split_punctuation_and_space(chars):
   """The punctuation split and the final whitespace split, as spacing."""
   out = []
   for char in chars:
-    if tokenization._is_punctuation(char):
+    if tokenization.is_punctuation(char):
       out.append(" " + char + " ")
     elif char.isspace():
       out.append(" ")
@@ -119,7 +119,7 @@ def _char_output(cp, do_lower_case, keep_marks):
   char = chr(cp)
   if _is_dropped(char):
     return ""
-  if tokenization._is_whitespace(char) or char.isspace():
+  if tokenization.is_whitespace(char) or char.isspace():
     return " "
   word = char
   if do_lower_case:
@@ -127,7 +127,7 @@ def _char_output(cp, do_lower_case, keep_marks):
     if not keep_marks:
       word = "".join(c for c in word if unicodedata.category(c) != "Mn")
   out = _split_punctuation_and_space(word)
-  if tokenization._is_chinese_char(cp):
+  if tokenization.is_chinese_char(cp):
     out = " " + out + " "
   return out
 
@@ -180,8 +180,8 @@ def _final_sigma_regex():
   assert not dropped & cased
   for cp in cased | ignorable:
     char = chr(cp)
-    assert not (tokenization._is_whitespace(char) or char.isspace() or
-                tokenization._is_chinese_char(cp)), hex(cp)
+    assert not (tokenization.is_whitespace(char) or char.isspace() or
+                tokenization.is_chinese_char(cp)), hex(cp)
   ignorable |= dropped
   ignorable_class = _regex_class(ignorable)
   pattern = "(%s%s*)\\x{3a3}(%s*)($|%s)" % (

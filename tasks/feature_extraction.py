@@ -37,7 +37,6 @@ from modeling import inference
 from modeling import pooling
 from plumbing.errors import UserError
 from plumbing import files
-from plumbing import text_io
 from plumbing import tf_example
 from plumbing import tfrecord
 from tasks import pair_packing
@@ -67,7 +66,7 @@ class InputFeatures(object):
 
 def _lines(input_file):
   """(line number, raw bytes without the newline) of each line."""
-  with text_io.open_binary(input_file) as f:
+  with files.open_binary(input_file) as f:
     for number, raw in enumerate(f, start=1):
       yield number, raw[:-1] if raw.endswith(b"\n") else raw
 

@@ -100,6 +100,50 @@ def test_no_import_cycles():
       visit(module, [])
 
 
+def _is_private(name):
+  return name.startswith("_") and not name.startswith("__")
+
+
+def _private_names_of_others(path, source=None):
+  """The private names (`_name`) of our other modules that `path` uses:
+  `from module import _name`, or `module._name` through an imported module."""
+  if source is None:
+    with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+      source = f.read()
+  modules = {_module_name(p) for p in _library_files()}
+  this = _module_name(path)
+  bound, found = {}, []
+  for node in ast.walk(ast.parse(source)):
+    if isinstance(node, ast.Import):
+      for alias in node.names:
+        if alias.name in modules:
+          bound[alias.asname or alias.name] = alias.name
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      for alias in node.names:
+        if node.module + "." + alias.name in modules:
+          bound[alias.asname or alias.name] = node.module + "." + alias.name
+        elif node.module in modules and node.module != this and _is_private(alias.name):
+          found.append("from %s import %s" % (node.module, alias.name))
+  for node in ast.walk(ast.parse(source)):
+    if (isinstance(node, ast.Attribute) and _is_private(node.attr) and
+        isinstance(node.value, ast.Name) and bound.get(node.value.id, this) != this):
+      found.append("%s.%s (line %d)" % (bound[node.value.id], node.attr, node.lineno))
+  return found
+
+
+def test_no_module_uses_another_s_private_names():
+  """A module calls what another one offers (its public names); the
+  original's private names that stay importable (tokenization._is_punctuation,
+  run_classifier._truncate_seq_pair) are aliases of public ones."""
+  assert _private_names_of_others("serving/rest.py", "from plumbing import files\n"
+                                  "files._gfile()\n") == ["plumbing.files._gfile (line 2)"]
+  assert _private_names_of_others(
+      "tasks/ner/task.py", "from data_prep.tokenization import _is_control\n") == [
+          "from data_prep.tokenization import _is_control"]
+  wrong = {p: _private_names_of_others(p) for p in _library_files()}
+  assert not {p: names for p, names in wrong.items() if names}
+
+
 def _lines(path):
   with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
     return sum(1 for _ in f)

@@ -98,7 +98,7 @@ def _random_texts(count=60, seed=7):
 
 def _dropped(char):
   """What the original's cleaning deletes."""
-  return char in "\x00\ufffd" or tokenization._is_control(char)  # pylint: disable=protected-access
+  return char in "\x00\ufffd" or tokenization.is_control(char)
 
 
 def _reference_spans(text):
@@ -269,7 +269,7 @@ def test_export_reads_entities_as_python_does(split):
     for _, start, end, _, _ in row:  # Its first and last words: not punctuation alone.
       first = next(text[s:e] for s, e in text_spans if s == start)
       last = next(text[s:e] for s, e in text_spans if e == end)
-      assert not any(all(tokenization._is_punctuation(c)  # pylint: disable=protected-access
+      assert not any(all(tokenization.is_punctuation(c)
                          for c in word) for word in (first, last)), (text, first, last)
 
 

@@ -2,7 +2,7 @@
 record is read, its masked tokens are put back and it is masked afresh.
 
 The rules are the static generator's, by the same code
-(instances._mask_row): the candidates are every token but [CLS] and the
+(instances.mask_row): the candidates are every token but [CLS] and the
 [SEP]s, min(max_predictions_per_seq, max(1, round(length * masked_lm_prob)))
 of them are chosen (whole words with whole-word masking), 80% become
 [MASK], 10% a random vocabulary word, 10% stay. The random stream of a
@@ -61,7 +61,7 @@ class DynamicMasking(object):
       length = int(input_mask[i].sum())
       in_b = segment_ids[i, :length] == 1
       first_b = int(np.argmax(in_b)) if in_b.any() else length
-      count = instances._mask_row(  # pylint: disable=protected-access
+      count = instances.mask_row(
           state, row, length, first_b, v.is_continuation, v.random_word_ids, v.mask_id,
           self.masked_lm_prob, self.max_predictions, self.do_whole_word_mask, positions[i],
           labels[i], replacements[i])

@@ -131,7 +131,7 @@ def _truncate_pair(state, a_start, a_end, b_start, b_end, max_num_tokens):
 
 
 @numba.njit(cache=True)
-def _mask_row(state, row, length, first_b, is_continuation, random_word_ids,
+def mask_row(state, row, length, first_b, is_continuation, random_word_ids,
               mask_id, masked_lm_prob, max_predictions, do_whole_word_mask,
               out_positions, out_labels, out_replacements):
   """Masks one instance in place; returns the count of masked positions.
@@ -273,7 +273,7 @@ def _instances_from_documents(
         span[3] = b_end
         length = fill_row(row, segments, tokens, span, cls_id, sep_id)
         is_random_next[count] = 1 if random_next else 0
-        num_masked[count] = _mask_row(
+        num_masked[count] = mask_row(
             state, row, length, a_end - a_start + 2, is_continuation,
             random_word_ids, mask_id, masked_lm_prob, max_predictions,
             do_whole_word_mask, masked_positions[count], masked_labels[count],

@@ -29,15 +29,14 @@ NUM_CODE_POINTS = 0x110000
 
 def kind_of(char):
   """The kind of one character (see the module docstring)."""
-  # pylint: disable=protected-access  (the original's predicates, private there)
   cp = ord(char)
-  if cp in (0, 0xFFFD) or tokenization._is_control(char):
+  if cp in (0, 0xFFFD) or tokenization.is_control(char):
     return DROPPED
-  if tokenization._is_whitespace(char) or char.isspace():
+  if tokenization.is_whitespace(char) or char.isspace():
     return SPACE
-  if tokenization._is_chinese_char(cp):
+  if tokenization.is_chinese_char(cp):
     return IDEOGRAPH
-  if tokenization._is_punctuation(char):
+  if tokenization.is_punctuation(char):
     return PUNCTUATION
   category = unicodedata.category(char)
   if category in ("Lu", "Lt"):

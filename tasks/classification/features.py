@@ -55,8 +55,6 @@ class InputFeatures(object):
     self.is_real_example = is_real_example
 
 
-_truncate_seq_pair = pair_packing.truncate_seq_pair  # The original's name.
-
 
 def label_map_of(label_list):
   return {label: i for i, label in enumerate(label_list)}

@@ -14,7 +14,6 @@ import json
 
 from plumbing.errors import UserError
 from plumbing import files
-from plumbing import text_io
 from serving import words as words_lib
 from serving.words import chars
 from tasks.ner import conll
@@ -24,7 +23,7 @@ def read_lines(path):
   """The lines of a UTF-8 text file, without their "\\n" or "\\r\\n" (nor a
   byte-order mark at the start); an error naming the line of a byte that is
   not UTF-8."""
-  with text_io.open_binary(path) as f:
+  with files.open_binary(path) as f:
     data = f.read()
   lines = data.split(b"\n")
   if lines[-1] == b"":

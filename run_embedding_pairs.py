@@ -29,7 +29,7 @@ from plumbing import cli
 from plumbing.errors import UserError
 import run_flags
 from tasks import driver
-from tasks.classification import user_files
+from tasks import table_files
 from tasks.sentence_embedding import pairs
 
 FLAGS = flags.FLAGS
@@ -92,11 +92,11 @@ def _examples():
       raise UserError("--%s needs --%s." % (action, flag))
   if FLAGS.train_file:
     train = pairs.read_training_file(
-        FLAGS.train_file, FLAGS.train_columns and user_files.columns_of_flag(
+        FLAGS.train_file, FLAGS.train_columns and table_files.columns_of_flag(
             FLAGS.train_columns, "--train_columns"))
   if FLAGS.dev_file:
     dev = pairs.read_scored_file(
-        FLAGS.dev_file, FLAGS.dev_columns and user_files.columns_of_flag(
+        FLAGS.dev_file, FLAGS.dev_columns and table_files.columns_of_flag(
             FLAGS.dev_columns, "--dev_columns"))
   return train, dev
 

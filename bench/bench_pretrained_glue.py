@@ -21,7 +21,7 @@ sequence length 128, 10% linear warm-up, one learning rate for both sides
         shuffle each epoch), dynamic padding (DataCollatorWithPadding, the
         faster of run_glue's two options), no checkpoints saved; then its
         predictions on the dev set.
-Both score the dev set with the same code (tasks/classification/outputs.py):
+Both score the dev set with the same code (tasks/metrics.py):
 accuracy (RTE, MRPC, SST-2; MRPC's F1 too), Spearman and Pearson (STS-B),
 Matthews correlation (CoLA). SST-2 trains on the first --sst2_train_rows
 rows of its 67,349 (3 epochs of all of them take hours here).
@@ -251,7 +251,7 @@ def hf_ner_metrics(data_dir, output_dir):
 def hf_metrics(task_name, output_dir):
   """The dev metrics of Hugging Face's predictions, by our scoring code."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from tasks.classification import outputs  # pylint: disable=g-import-not-at-top
+  from tasks import metrics  # pylint: disable=g-import-not-at-top
   with open(os.path.join(output_dir, "predictions.json")) as f:
     saved = json.load(f)
   logits = np.asarray(saved["predictions"], np.float32)
@@ -259,7 +259,7 @@ def hf_metrics(task_name, output_dir):
   per_example = np.zeros(len(labels), np.float32)
   task_metrics = tuple(m[len("eval_"):] for m in METRICS[task_name] if m in ("eval_f1",
                                                                              "eval_mcc"))
-  results = outputs.eval_metrics((logits, per_example, np.ones(len(labels))), labels,
+  results = metrics.eval_metrics((logits, per_example, np.ones(len(labels))), labels,
                                  EVAL_BATCH, task_metrics, TASKS[task_name].labels is None)
   return {k: float(v) for k, v in results.items() if k in METRICS[task_name]}
 

@@ -21,6 +21,7 @@ import numpy as np
 import modeling
 from modeling import heads
 from plumbing import files
+from tasks import metrics
 from tasks.classification import features
 from tasks.classification import outputs
 from tasks.classification.task import ClassificationTask
@@ -83,7 +84,7 @@ class MultiLabelTask(ClassificationTask):
                for k, v in scores(gold, self._chosen(logits[real])).items()}
     results.update(
         eval_loss=np.float32(per_example_loss[real].mean(dtype=np.float64)),
-        loss=np.float32(outputs.batch_mean_loss(per_example_loss, is_real, batch_size)))
+        loss=np.float32(metrics.batch_mean_loss(per_example_loss, is_real, batch_size)))
     return results
 
   def write_predictions(self, examples, written, model_outputs, output_dir):

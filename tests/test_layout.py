@@ -100,6 +100,42 @@ def test_no_import_cycles():
       visit(module, [])
 
 
+# What several kinds of task share, in tasks/; every other module or folder
+# there is a kind of task, which imports no other kind (but the one it
+# extends) and which no shared module imports.
+SHARED_TASK_MODULES = {"driver", "metrics", "pair_packing", "sliding_windows", "table_files",
+                       "tfds_data"}
+EXTENDS = {"multi_label": {"classification"}}
+
+
+def _cross_task_imports(graph):
+  wrong = []
+  for module, imported in graph.items():
+    parts = module.split(".")
+    if parts[0] != "tasks" or len(parts) < 2:
+      continue
+    kind = parts[1]
+    for name in imported:
+      other = name.split(".")
+      if other[0] != "tasks" or len(other) < 2 or other[1] in SHARED_TASK_MODULES:
+        continue
+      if other[1] != kind and (kind in SHARED_TASK_MODULES or
+                               other[1] not in EXTENDS.get(kind, ())):
+        wrong.append("%s imports %s" % (module, name))
+  return wrong
+
+
+def test_a_kind_of_task_imports_no_other_kind():
+  """Helpers two kinds share live in a shared module of tasks/; a kind may
+  extend the one it is declared to (multi-label, classification)."""
+  assert _cross_task_imports({"tasks.ner.task": {"tasks.classification.tfds"},
+                              "tasks.multi_label": {"tasks.classification.task"},
+                              "tasks.driver": {"tasks.squad.task"}}) == [
+                                  "tasks.ner.task imports tasks.classification.tfds",
+                                  "tasks.driver imports tasks.squad.task"]
+  assert not _cross_task_imports(_graph())
+
+
 def _is_private(name):
   return name.startswith("_") and not name.startswith("__")
 

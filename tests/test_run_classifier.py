@@ -23,7 +23,7 @@ from modeling import losses
 from plumbing import tf_example
 from tasks.classification import features as classifier_features
 from tasks.classification import glue
-from tasks.classification import outputs
+from tasks import metrics
 
 
 _parse_results = read_eval_results
@@ -150,25 +150,25 @@ def test_glue_metrics_on_hand_computed_cases():
   labels = np.array([1, 1, 1, 0, 0, 0, 1, 0])
   predictions = np.array([1, 0, 1, 0, 1, 0, 1, 0])
   # tp 3, fn 1, fp 1, tn 3: precision = recall = 0.75.
-  assert outputs.f1_score(labels, predictions) == pytest.approx(0.75)
-  assert outputs.matthews_correlation(labels, predictions) == pytest.approx(0.5)
-  assert outputs.matthews_correlation(labels, np.ones(8)) == 0.0
-  assert outputs.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+  assert metrics.f1_score(labels, predictions) == pytest.approx(0.75)
+  assert metrics.matthews_correlation(labels, predictions) == pytest.approx(0.5)
+  assert metrics.matthews_correlation(labels, np.ones(8)) == 0.0
+  assert metrics.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
   # Ranks with a tie: x -> [1, 2.5, 2.5, 4], y -> [1, 2, 3, 4].
-  assert outputs.spearman([1, 5, 5, 9], [0, 1, 2, 3]) == pytest.approx(
+  assert metrics.spearman([1, 5, 5, 9], [0, 1, 2, 3]) == pytest.approx(
       np.corrcoef([1, 2.5, 2.5, 4], [1, 2, 3, 4])[0, 1])
   # A regressor's scores as a [n, 1] column (as Hugging Face returns them):
   # deviations [-1.5, -.5, .5, 1.5] and [-1.5, .5, -.5, 1.5] give 4 / 5.
   column = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
-  results = outputs.eval_metrics((column, np.zeros(4), np.ones(4)), [1.0, 3.0, 2.0, 4.0],
+  results = metrics.eval_metrics((column, np.zeros(4), np.ones(4)), [1.0, 3.0, 2.0, 4.0],
                                  batch_size=4, is_regression=True)
   assert results["eval_pearson"] == pytest.approx(0.8)
   assert results["eval_spearman"] == pytest.approx(0.8)
   with pytest.raises(ValueError, match="Correlating 4 scores with 3"):
-    outputs.pearson(column, [1.0, 2.0, 3.0])
+    metrics.pearson(column, [1.0, 2.0, 3.0])
   # The batch-mean `loss` of the original's Estimator skips padding rows.
   per_example = np.array([1.0, 3.0, 2.0, 0.0], np.float32)
-  assert outputs.batch_mean_loss(per_example, np.array([1, 1, 1, 0]), 2) == 2.0
+  assert metrics.batch_mean_loss(per_example, np.array([1, 1, 1, 0]), 2) == 2.0
 
 
 def test_killed_or_terminated_fine_tuning_resumes_to_the_same_results(tmp_path):

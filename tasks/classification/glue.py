@@ -27,10 +27,11 @@ from data_prep import tokenization
 from plumbing.errors import UserError
 from plumbing import files
 from plumbing import text_io
-from tasks.classification.features import InputExample
+from tasks import tfds_data
 from tasks.classification import tfds
+from tasks.classification.features import InputExample
 
-TFDS_DATA_DIR = tfds.DATA_DIR
+TFDS_DATA_DIR = tfds_data.DATA_DIR
 
 
 class _Line(list):

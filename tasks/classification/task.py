@@ -11,6 +11,7 @@ from absl import logging
 import modeling
 from modeling import inference
 from tasks import driver
+from tasks import metrics
 from tasks.classification import features
 from tasks.classification import glue
 from tasks.classification import outputs
@@ -72,7 +73,7 @@ class ClassificationTask(driver.Task):
 
   def results(self, examples, written, model_outputs, batch_size):
     regression = self.processor.is_regression
-    return outputs.eval_metrics(model_outputs,
+    return metrics.eval_metrics(model_outputs,
                                 features.label_ids_of(examples, self.labels, regression),
                                 batch_size, self.processor.metrics, regression)
 
@@ -80,7 +81,7 @@ class ClassificationTask(driver.Task):
     logits, _, is_real = model_outputs
     logits = logits[is_real > 0]
     regression = self.processor.is_regression
-    values = logits if regression else outputs.softmax(logits)
+    values = logits if regression else metrics.softmax(logits)
     outputs.write_test_results(os.path.join(output_dir, "test_results.tsv"), values)
     if self.processor.submission_name:
       path = os.path.join(output_dir, self.processor.submission_name + ".tsv")

@@ -7,28 +7,8 @@ processor reads its files.
 
 from data_prep import tokenization
 from plumbing.errors import UserError
+from tasks import tfds_data
 from tasks.classification.features import InputExample
-
-DATA_DIR = "tfds"  # The --data_dir value that means "from tensorflow-datasets".
-
-
-def prepare(builder, name, manual_dir, instead):
-  """Downloads (or, from `manual_dir`, copies) and prepares the dataset
-  `name`'s builder, once; no network is one line saying what to do
-  `instead`."""
-  import requests  # pylint: disable=g-import-not-at-top  (tensorflow-datasets downloads with it)
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  try:
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir=manual_dir))
-  except requests.exceptions.ConnectionError:
-    sources = sorted(i.filename for i in (builder.url_infos or {}).values() if i.filename)
-    raise UserError(
-        "--data_dir=%s: tensorflow-datasets could not download %s (no network?). Pass "
-        "--data_dir=<%s> instead, or put its source files%s in a directory and pass it "
-        "as --tfds_manual_dir." % (DATA_DIR, name, instead,
-                                   " (%s)" % ", ".join(sources) if sources else "")) from None
-
 
 class TfdsProcessor(object):
   """A task's examples from tensorflow-datasets instead of TSV files.
@@ -47,7 +27,7 @@ class TfdsProcessor(object):
     if not task.tfds_name:
       raise UserError("--data_dir=%s: task %r is not available from "
                       "tensorflow-datasets; pass a directory of its files." %
-                      (DATA_DIR, task_name or task.names[0]))
+                      (tfds_data.DATA_DIR, task_name or task.names[0]))
     self.task = task
     self.data_dir = data_dir
     self.manual_dir = manual_dir
@@ -79,7 +59,7 @@ class TfdsProcessor(object):
     import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
     split = self.tfds_splits[set_type]
     builder = tfds.builder(self.tfds_name, data_dir=self.data_dir)
-    prepare(builder, self.tfds_name, self.manual_dir, "a directory of the task's TSV files")
+    tfds_data.prepare(builder, self.tfds_name, self.manual_dir, "a directory of the task's TSV files")
     label_feature = builder.info.features["label"]
     names = getattr(label_feature, "names", None)
     examples = []

@@ -6,28 +6,24 @@ columns named by flag, labels found in the training file.
         user_files.Columns(text_a="review", label="sentiment"),
         labels=user_files.discover_labels("train.csv", columns))
 
-A file's format comes from its extension (.csv, .tsv, .jsonl or .json for
-JSON Lines); CSV and TSV are read as Python's `csv` reads them (quoting,
-CRLF, a UTF-8 byte-order mark, blank lines skipped). A column is a header
-name, or a 0-based index for files without a header. Labels are sorted
+The files are read as tasks/table_files.py reads them (a column is a header
+name, or a 0-based index for files without a header). Labels are sorted
 (as numbers where they all are integers), as Hugging Face's run_glue sorts
 them; a run keeps them in --output_dir's labels.txt, which later runs,
 exports and conversions read. A regression task's labels are numbers, scored
 as STS-B is (Pearson and Spearman correlation).
 """
 
-import csv
 import dataclasses
-import json
 import os
 from typing import Optional, Union
 
 from plumbing.errors import UserError
 from plumbing import files
+from tasks import table_files
 from tasks.classification.features import InputExample
 from tasks.classification.glue import DataProcessor
 
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 # Header names read as the texts when --text_a_column is not given.
 _PAIR_NAMES = ("sentence1", "sentence2")
 _TEXT_NAMES = ("text", "sentence")
@@ -58,91 +54,6 @@ class Columns(object):
   @property
   def has_header(self):
     return not any(isinstance(c, int) for c in (self.text_a, self.text_b, self.label))
-
-
-def file_format(path, flag):
-  extension = os.path.splitext(path)[1].lower()
-  if extension not in FORMATS:
-    raise UserError("%s=%s: unknown file type %r; give a .csv, .tsv or .jsonl file." %
-                    (flag, path, extension))
-  return FORMATS[extension]
-
-
-def _rows(path, flag):
-  """(line number, row) for each non-blank row: a list of fields (CSV, TSV)
-  or a dict (JSON Lines)."""
-  kind = file_format(path, flag)
-  if not files.exists(path):
-    raise UserError("%s=%s: no such file." % (flag, path))
-  try:
-    with files.open_text(path, encoding="utf-8-sig", newline="") as f:
-      if kind == "jsonl":
-        for number, line in enumerate(f, 1):
-          if not line.strip():
-            continue
-          try:
-            row = json.loads(line)
-          except ValueError as e:
-            raise UserError("%s:%d: not a JSON object (%s)." % (path, number, e)) from None
-          if not isinstance(row, dict):
-            raise UserError("%s:%d: expected a JSON object, got %s." % (
-                path, number, type(row).__name__))
-          yield number, row
-      else:
-        reader = csv.reader(f, delimiter="," if kind == "csv" else "\t")
-        start = 1
-        for row in reader:
-          if row and any(field.strip() for field in row):
-            yield start, row
-          start = reader.line_num + 1
-  except UnicodeDecodeError as e:
-    raise UserError("%s: not UTF-8 text (%s)." % (path, e)) from None
-  except csv.Error as e:
-    raise UserError("%s: %s." % (path, e)) from None
-
-
-class _Table(object):
-  """A file's rows with its header (if the columns are names), and the
-  lookup of a column in a row."""
-
-  def __init__(self, path, flag, has_header):
-    self.path = path
-    rows = list(_rows(path, flag))
-    self.jsonl = file_format(path, flag) == "jsonl"
-    if self.jsonl and not has_header:
-      raise UserError("%s: JSON Lines rows are objects: name the columns by key, not by "
-                      "index." % path)
-    self.header = None
-    if has_header and not self.jsonl:
-      if not rows:
-        raise UserError("%s has no header line." % path)
-      self.header = [name.strip() for name in rows.pop(0)[1]]
-    self.rows = rows
-
-  def names(self):
-    if self.header is not None:
-      return self.header
-    return list(self.rows[0][1]) if self.rows and self.jsonl else []
-
-  def has(self, column):
-    if isinstance(column, int):
-      return True
-    return column in self.names() or (self.jsonl and any(column in r for _, r in self.rows))
-
-  def value(self, number, row, column, what):
-    """The field of `row` at `column`; an error naming the line if missing."""
-    if self.jsonl:
-      if column not in row:
-        raise UserError("%s:%d: no %r key (the %s column)." % (self.path, number, column,
-                                                                what))
-      value = row[column]
-      return value if isinstance(value, str) else json.dumps(value)
-    index = self.header.index(column) if self.header is not None else column
-    if index >= len(row):
-      raise UserError("%s:%d: %d fields, no column %s (the %s column)." % (
-          self.path, number, len(row), column if isinstance(column, int) else repr(column),
-          what))
-    return row[index]
 
 
 def _text_columns(table, columns, flag):
@@ -181,38 +92,6 @@ def _label_column(table, columns, flag, required):
                   "--label_column." % (flag, table.path, label, ", ".join(table.names())))
 
 
-def columns_of_flag(values, flag):
-  """A list flag's columns: all 0-based indexes (digits), or all header names."""
-  numeric = [v.isdigit() for v in values]
-  if any(numeric) and not all(numeric):
-    raise UserError("%s=%s: give header names, or 0-based indexes for files without a header, "
-                    "not both." % (flag, ",".join(values)))
-  return tuple(int(v) if v.isdigit() else v for v in values)
-
-
-def read_fields(path, flag, columns, choices=()):
-  """(columns, rows) of the user's file `path`: each row as ("path:line",
-  (its field at each column, ...)). `columns`: header names or 0-based
-  indexes (columns_of_flag); None, the first of `choices` (tuples of names)
-  whose every name the file has. One error line naming the file, and the
-  line, where a column or field is missing."""
-  table = _Table(path, flag, columns is None or not any(isinstance(c, int) for c in columns))
-  if columns is None:
-    columns = next((c for c in choices if all(table.has(name) for name in c)), None)
-    if columns is None:
-      raise UserError("%s=%s: its columns are %s; name the ones to read (%s)." % (
-          flag, path, ", ".join(table.names()) or "none",
-          " or ".join(",".join(c) for c in choices)))
-  for column in columns:
-    if not table.has(column):
-      raise UserError("%s=%s has no column %r (columns: %s)." % (
-          flag, path, column, ", ".join(table.names())))
-  rows = [("%s:%d" % (path, number),
-           tuple(table.value(number, row, column, str(column)) for column in columns))
-          for number, row in table.rows]
-  return columns, rows
-
-
 def _number(value, source):
   try:
     return float(value)
@@ -242,7 +121,7 @@ def split_labels(value, separator):
 def discover_labels(path, columns, flag="--train_file", separator=None):
   """The training file's distinct labels, in order (see the module doc);
   with `separator`, each field holds any number of them."""
-  table = _Table(path, flag, columns.has_header)
+  table = table_files.Table(path, flag, columns.has_header)
   label = _label_column(table, columns, flag, required=True)
   values = {table.value(n, row, label, "label").strip() for n, row in table.rows}
   if not table.rows:
@@ -294,7 +173,7 @@ class UserFilesProcessor(DataProcessor):
     self.labels = (None,) if regression else tuple(labels)
     self.metrics = ("f1",) if len(self.labels) == 2 else ()
     first = next((p, self._FLAGS[s]) for s, p in sorted(paths.items()) if p)
-    table = _Table(first[0], first[1], columns.has_header)
+    table = table_files.Table(first[0], first[1], columns.has_header)
     a, b = _text_columns(table, columns, first[1])
     self.text_columns = (a, b)
     self.single_sentence = b is None
@@ -303,7 +182,7 @@ class UserFilesProcessor(DataProcessor):
 
   def _examples(self, split):
     path, flag = self.paths[split], self._FLAGS[split]
-    table = _Table(path, flag, self.columns.has_header)
+    table = table_files.Table(path, flag, self.columns.has_header)
     a, b = self.text_columns
     _text_columns(table, Columns(a, b, self.columns.label), flag)  # Each file has them.
     label_column = _label_column(table, self.columns, flag, required=split != "test")

@@ -20,7 +20,7 @@ from plumbing.errors import UserError
 from plumbing import files
 from plumbing import tf_example
 from tasks import driver
-from tasks.classification import tfds as tfds_lib
+from tasks import tfds_data
 from tasks.ner import conll
 from tasks.ner import features
 from tasks.ner import json_lines
@@ -39,7 +39,7 @@ def tfds_sentences(split, data_dir=None, manual_dir=None):
   IOB2)."""
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   builder = tfds.builder(TFDS_NAME, data_dir=data_dir)
-  tfds_lib.prepare(builder, TFDS_NAME, manual_dir, "a directory of CoNLL files")
+  tfds_data.prepare(builder, TFDS_NAME, manual_dir, "a directory of CoNLL files")
   names = builder.info.features["ner"].feature.names
   sentences = []
   for index, record in enumerate(tfds.as_numpy(builder.as_dataset(split=split,
@@ -87,7 +87,7 @@ class NerTask(driver.Task):
         raise UserError("No %s file: give --%s_file%s." % (
             split, split, "" if self.split_files else " or --data_dir"))
       sentences = read_labelled_file(where)
-    elif self.data_dir == tfds_lib.DATA_DIR:
+    elif self.data_dir == tfds_data.DATA_DIR:
       sentences = tfds_sentences(split, manual_dir=self.tfds_manual_dir)
       where = "%s[%s]" % (TFDS_NAME, split)
     else:

@@ -36,9 +36,9 @@ from plumbing import files
 from plumbing import tf_example
 from plumbing import tfrecord
 from tasks import driver
+from tasks import metrics
 from tasks import pair_packing
-from tasks.classification import outputs
-from tasks.classification import user_files
+from tasks import table_files
 
 # The columns read when none are named: the first set a file's header holds.
 TRAIN_COLUMNS = (("anchor", "positive", "negative"), ("anchor", "positive"),
@@ -62,7 +62,7 @@ def read_training_file(path, columns=None, flag="--train_file"):
   if columns is not None and len(columns) not in (2, 3):
     raise UserError("--train_columns=%s: name 2 columns (anchor, positive) or 3 (anchor, "
                     "positive, negative)." % ",".join(map(str, columns)))
-  _, rows = user_files.read_fields(path, flag, columns, TRAIN_COLUMNS)
+  _, rows = table_files.read_fields(path, flag, columns, TRAIN_COLUMNS)
   if not rows:
     raise UserError("%s=%s has no rows." % (flag, path))
   return [Example(texts, None, source) for source, texts in rows]
@@ -74,7 +74,7 @@ def read_scored_file(path, columns=None, flag="--dev_file"):
   if columns is not None and len(columns) != 3:
     raise UserError("--dev_columns=%s: name 3 columns (the two texts, then the score)." %
                     ",".join(map(str, columns)))
-  _, rows = user_files.read_fields(path, flag, columns, DEV_COLUMNS)
+  _, rows = table_files.read_fields(path, flag, columns, DEV_COLUMNS)
   if not rows:
     raise UserError("%s=%s has no rows." % (flag, path))
   examples = []
@@ -182,8 +182,8 @@ class PairsTask(driver.Task):
     similarity, is_real = model_outputs
     similarity = similarity[is_real > 0]
     scores = [e.score for e in examples]
-    return {"eval_pearson": np.float32(outputs.pearson(similarity, scores)),
-            "eval_spearman": np.float32(outputs.spearman(similarity, scores))}
+    return {"eval_pearson": np.float32(metrics.pearson(similarity, scores)),
+            "eval_spearman": np.float32(metrics.spearman(similarity, scores))}
 
   def write_predictions(self, examples, written, model_outputs, output_dir):
     raise UserError("This task predicts nothing: embed.py writes the vectors of texts.")

@@ -11,8 +11,8 @@ import modeling
 from modeling import inference
 from plumbing.errors import UserError
 from tasks import driver
+from tasks import metrics
 from tasks import swag
-from tasks.classification import outputs
 
 
 class SwagTask(driver.Task):
@@ -46,12 +46,12 @@ class SwagTask(driver.Task):
                                         trim_to_multiple=trim_to_multiple)
 
   def results(self, examples, written, model_outputs, batch_size):
-    return outputs.eval_metrics(model_outputs, [e.label for e in examples], batch_size)
+    return metrics.eval_metrics(model_outputs, [e.label for e in examples], batch_size)
 
   def write_predictions(self, examples, written, model_outputs, output_dir):
     logits, _, is_real = model_outputs
     path = os.path.join(output_dir, "predictions.tsv")
-    swag.write_predictions(path, examples, outputs.softmax(logits[is_real > 0]))
+    swag.write_predictions(path, examples, metrics.softmax(logits[is_real > 0]))
     logging.info("Predictions: %s", path)
 
   def export(self, model, export_dir):

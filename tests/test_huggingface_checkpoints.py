@@ -26,6 +26,7 @@ from modeling import bert_model
 from modeling import heads as heads_lib
 from modeling.checkpoints import conversion
 from modeling.checkpoints import huggingface
+from modeling.checkpoints import huggingface_weights
 from plumbing.errors import UserError
 
 # ------------------------------------------- Hugging Face's forward pass, in NumPy
@@ -247,7 +248,7 @@ def test_bfloat16_and_sharded_weights_read(tmp_path):
     index.update({n: file_name for n in part})
   with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
     json.dump({"metadata": {}, "weight_map": index}, f)
-  read = huggingface.read_tensors(directory)
+  read = huggingface_weights.read_tensors(directory)
   assert sorted(read) == names
   for name in names[:20]:
     np.testing.assert_array_equal(read[name], weights[name])

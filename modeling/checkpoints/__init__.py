@@ -3,7 +3,8 @@
 tf_format.py: TensorFlow's two kinds, the original's name-based checkpoints
 (as released) and our object-based training checkpoints; huggingface.py:
 Hugging Face BERT directories (config.json, model.safetensors, vocab.txt),
-read into and written from the original's names; keras_hub.py and
+read into and written from the original's names, and huggingface_weights.py:
+their weights files' formats; keras_hub.py and
 keras_hub_weights.py: keras-hub presets (JSON and Keras' HDF5 weight files),
 the same way, and keras_hub_gap.py: how far keras-hub computes a model from
 ours where it cannot follow it; conversion.py: from any of these formats to

@@ -10,18 +10,18 @@ out]. Reading turns a directory into the original's names, config and
 vocabulary, so that everything after it (loading, fine-tuning, exporting)
 is the released format's code; writing does the reverse, for the head
 classes of transformers' BERT. Which tensors a head has, under both names,
-and which classes hold it, its declaration says (modeling/heads.py). No
-PyTorch.
+and which classes hold it, its declaration says (modeling/heads.py). The
+weights files' formats are huggingface_weights.py's.
 """
 
 import json
 import os
-import struct
 
 import numpy as np
 
 from data_prep import casing
 from modeling import heads as heads_lib
+from modeling.checkpoints import huggingface_weights as weight_files
 from plumbing import files
 from plumbing.errors import UserError
 
@@ -60,8 +60,6 @@ _BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
 # Tied to the word embeddings and the masked-LM bias, as in the original.
 _TIED = {"cls.predictions.decoder.weight": "bert/embeddings/word_embeddings",
          "cls.predictions.decoder.bias": "cls/predictions/output_bias"}
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json")
 SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
@@ -189,83 +187,6 @@ def read_config(directory):
   return config, architecture
 
 
-def _safetensors(path):
-  """{name: array} of one .safetensors file (bfloat16 widened to float32)."""
-  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
-  with open(path, "rb") as f:
-    data = f.read()
-  try:
-    return safetensors_numpy.load(data)
-  except KeyError:  # A dtype NumPy lacks (BF16): read the file's layout here.
-    return _safetensors_with_bfloat16(data, path)
-  except Exception as e:  # pylint: disable=broad-except  (safetensors' own errors)
-    raise UserError("%s: not a readable safetensors file (%s); copy it again." %
-                    (path, e)) from None
-
-
-_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64,
-           "I32": np.int32}
-
-
-def _safetensors_with_bfloat16(data, path):
-  """The safetensors layout: an 8-byte little-endian header size, a JSON
-  header {name: {dtype, shape, data_offsets}}, then the bytes."""
-  (size,) = struct.unpack("<Q", data[:8])
-  header = json.loads(data[8:8 + size])
-  body = data[8 + size:]
-  tensors = {}
-  for name, entry in header.items():
-    if name == "__metadata__":
-      continue
-    start, end = entry["data_offsets"]
-    if entry["dtype"] == "BF16":  # The top half of a float32.
-      bits = np.frombuffer(body[start:end], "<u2").astype(np.uint32) << 16
-      tensors[name] = bits.view(np.float32).reshape(entry["shape"])
-    elif entry["dtype"] in _DTYPES:
-      tensors[name] = np.frombuffer(body[start:end], _DTYPES[entry["dtype"]]).reshape(
-          entry["shape"])
-    else:
-      raise UserError("%s: tensor %s has dtype %s, which BERT weights do not use." %
-                      (path, name, entry["dtype"]))
-  return tensors
-
-
-def _pytorch_bin(path):
-  try:
-    import torch  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    raise UserError("%s: reading pytorch_model.bin needs PyTorch (pip install torch); or "
-                    "save the model as model.safetensors, which needs nothing more." %
-                    path) from None
-  state = torch.load(path, map_location="cpu", weights_only=True)
-  return {name: value.float().numpy() for name, value in state.items()}
-
-
-def read_tensors(directory):
-  """{Hugging Face name: array} from the directory's weights file(s)."""
-  for name in WEIGHT_FILES:
-    path = os.path.join(directory, name)
-    if not os.path.exists(path):
-      continue
-    read = _pytorch_bin if name.startswith("pytorch") else _safetensors
-    if not name.endswith(".index.json"):
-      return read(path)
-    tensors = {}
-    index = files.read_json(path).get("weight_map", {})
-    for shard in sorted(set(index.values())):
-      shard_path = os.path.join(directory, shard)
-      if not os.path.exists(shard_path):
-        raise UserError("%s names shard %s, which is not in %s." % (path, shard, directory))
-      tensors.update(read(shard_path))
-    return tensors
-  others = [n for n in ("tf_model.h5", "flax_model.msgpack") if
-            os.path.exists(os.path.join(directory, n))]
-  raise UserError("%s: no weights file (%s)%s." % (
-      directory, ", ".join(WEIGHT_FILES[::2]),
-      "; it holds only %s: load it in transformers and save_pretrained() it" % others[0]
-      if others else ""))
-
-
 def heads_in(names, architecture):
   """The heads (parts) whose tensors `names` hold. Where two heads share a
   prefix (`classifier.`), the one `architecture` holds: a tagger's in a
@@ -376,8 +297,8 @@ def read_directory(directory):
     raise UserError("%s: no config.json: not a Hugging Face model directory (save_pretrained "
                     "writes config.json, model.safetensors and vocab.txt)." % directory)
   config, architecture = read_config(directory)
-  tensors = read_tensors(directory)
-  source = os.path.join(directory, next(n for n in WEIGHT_FILES
+  tensors = weight_files.read_tensors(directory)
+  source = os.path.join(directory, next(n for n in weight_files.WEIGHT_FILES
                                         if os.path.exists(os.path.join(directory, n))))
   tensors, notes = original_tensors(tensors, config, architecture, source)
   architecture = architecture or architecture_for(original_heads(tensors))

@@ -53,7 +53,7 @@ flags.DEFINE_enum("export_precision", "float32", ["float32", "bfloat16"],
 
 
 def _check_head(checkpoint):
-  names = tf.train.load_checkpoint(checkpoints.resolve(checkpoint)).get_variable_to_shape_map()
+  names = checkpoints.reader(checkpoints.resolve(checkpoint)).get_variable_to_shape_map()
   if "masked_lm" not in heads.in_checkpoint(names):
     raise UserError("%s has no masked-LM head (cls/predictions/...): fill-mask needs a "
                     "pre-trained checkpoint, not a fine-tuned one." % checkpoint)

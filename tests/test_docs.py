@@ -153,7 +153,7 @@ def test_every_documented_command_parses():
       script, arguments = program
       assert script and os.path.exists(script), where
       source = open(script, encoding="utf-8").read()
-      defined = (_absl_flags(script) | ABSL_FLAGS if "absl" in source
+      defined = (_absl_flags(script) | ABSL_FLAGS if "from absl import flags" in source
                  else _argparse_flags(script))
       for argument in arguments:
         if not argument.startswith("--"):

@@ -20,6 +20,7 @@ from modeling.checkpoints.tf_format import load_checkpoint
 from modeling.checkpoints.tf_format import load_original_checkpoint
 from modeling.checkpoints.tf_format import LoadReport
 from modeling.checkpoints.tf_format import matched_every_object
+from modeling.checkpoints.tf_format import reader
 from modeling.checkpoints.tf_format import reporting_damage
 from modeling.checkpoints.tf_format import resolve
 from modeling.checkpoints.tf_format import save_checkpoint
@@ -27,6 +28,6 @@ from modeling.checkpoints.tf_format import save_original_checkpoint
 from modeling.checkpoints.tf_format import write_original_tensors
 
 __all__ = ["CheckpointMismatchError", "DamagedCheckpointError", "is_object_based",
-           "load_checkpoint", "load_original_checkpoint", "LoadReport", "matched_every_object",
+           "load_checkpoint", "load_original_checkpoint", "LoadReport", "matched_every_object", "reader",
            "reporting_damage", "resolve", "save_checkpoint", "save_original_checkpoint",
            "write_original_tensors"]

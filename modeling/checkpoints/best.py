@@ -129,7 +129,7 @@ class Choice(object):
 def checkpoint_step(prefix):
   """The training step of a checkpoint: its `step` variable (a run's
   checkpoints), else the number in a `ckpt-N` or `model.ckpt-N` name, else 0."""
-  reader = tf.train.load_checkpoint(prefix)
+  reader = tf_format.reader(prefix)
   if reader.has_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"):
     return int(reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
   number = re.search(r"-(\d+)$", os.path.basename(prefix))
@@ -159,7 +159,7 @@ def choose(path, weights=None):
   if weights not in (None,) + CHOICES:
     prefix = tf_format.resolve(weights)
     choice = Choice(prefix, checkpoint_step(prefix), "as --weights names it")
-  elif not tf.io.gfile.isdir(path):
+  elif tf_format.is_prefix(path) or not tf.io.gfile.isdir(path):
     if weights is not None:
       raise UserError("--weights=%s picks among the checkpoints of a run's directory; %s is "
                       "one checkpoint already." % (weights, path))

@@ -27,7 +27,7 @@ def load_model(config, input_checkpoint, may_lack=()):
   """BertWithHeads with every head the checkpoint holds, loaded from it, and
   the names of `may_lack` it lacked."""
   prefix = checkpoints.resolve(input_checkpoint)
-  shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+  shapes = checkpoints.reader(prefix).get_variable_to_shape_map()
   found = heads.in_checkpoint(shapes)
   logging.info("Heads found in %s: %s", prefix, found)
   model = bert_model.BertWithHeads(bert_model.BertModel(config), heads.build(config, found))

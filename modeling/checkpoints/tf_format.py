@@ -55,20 +55,33 @@ def _is_training_state(name):
   return name in _TRAINING_STATE_NAMES or name.endswith(_TRAINING_STATE_SUFFIXES)
 
 
+def is_prefix(path):
+  """Whether `path` names a checkpoint (its .index file is there). Asked
+  before whether it is a directory: some file systems (TensorFlow's ram://)
+  call any prefix of a file's name a directory."""
+  return tf.io.gfile.exists(path + ".index")
+
+
 def resolve(path):
   """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
+  if is_prefix(path):
+    return path
   if tf.io.gfile.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
       raise FileNotFoundError("No checkpoint found in directory %s." % path)
     return latest
-  if not tf.io.gfile.exists(path + ".index"):
-    raise FileNotFoundError("No checkpoint at %s (expected %s.index)." % (path, path))
-  return path
+  raise FileNotFoundError("No checkpoint at %s (expected %s.index)." % (path, path))
+
+
+def reader(prefix):
+  """The reader of the checkpoint `prefix` names (tf.train.load_checkpoint
+  would first ask whether it is a directory; see is_prefix)."""
+  return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
 def is_object_based(path):
-  return _OBJECT_GRAPH_KEY in tf.train.load_checkpoint(resolve(path)).get_variable_to_shape_map()
+  return _OBJECT_GRAPH_KEY in reader(resolve(path)).get_variable_to_shape_map()
 
 
 def load_original_checkpoint(model, path, log=True):
@@ -79,8 +92,8 @@ def load_original_checkpoint(model, path, log=True):
   shapes before anything is assigned.
   """
   prefix = resolve(path)
-  reader = tf.train.load_checkpoint(prefix)
-  shapes = reader.get_variable_to_shape_map()
+  tensors = reader(prefix)
+  shapes = tensors.get_variable_to_shape_map()
   names = model.original_names()
   to_assign = []
   for name, variable in names.items():
@@ -93,7 +106,7 @@ def load_original_checkpoint(model, path, log=True):
           (prefix, name, list(shapes[name]), list(variable.shape)))
     to_assign.append((name, variable))
   for name, variable in to_assign:
-    variable.assign(reader.get_tensor(name).astype(np.float32))
+    variable.assign(tensors.get_tensor(name).astype(np.float32))
   report = LoadReport(
       loaded=[n for n, _ in to_assign],
       missing=[n for n in names if n not in shapes],

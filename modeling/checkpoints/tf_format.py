@@ -11,6 +11,7 @@ either kind, and a directory means its latest checkpoint.
 
 import contextlib
 import logging
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -59,13 +60,13 @@ def is_prefix(path):
   """Whether `path` names a checkpoint (its .index file is there). Asked
   before whether it is a directory: some file systems (TensorFlow's ram://)
   call any prefix of a file's name a directory."""
-  return tf.io.gfile.exists(path + ".index")
+  return tf.io.gfile.exists(os.fspath(path) + ".index")
 
 
 def resolve(path):
   """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
   if is_prefix(path):
-    return path
+    return os.fspath(path)
   if tf.io.gfile.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:

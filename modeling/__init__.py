@@ -16,6 +16,7 @@ from modeling.bert_model import BertMultipleChoice
 from modeling.bert_model import BertPretrainer
 from modeling.bert_model import BertSpanPredictor
 from modeling.bert_model import BertTagger
+from modeling.bert_model import BertWithHeads
 from modeling.bert_model import BertWindowClassifier
 from modeling.bert_model import InvalidInputError
 from modeling.checkpoints import CheckpointMismatchError

@@ -15,6 +15,13 @@ the last real token, the only one that has seen the whole input. Every
 model here can say which original checkpoint name each of its variables has
 (`original_names()`), which is all that loading and writing released
 checkpoints needs.
+
+Every task model is BertWithHeads given an encoder and its heads: pass a
+BertModel (pretrained, or shared) where a BertConfig is asked for, and the
+heads go on it; a BertConfig makes a new encoder. Every model rebuilds from
+its get_config() (`type(model).from_config(model.get_config())`), under the
+dtype policy in effect then, its weights drawn in the same order as the
+first time: serving's bfloat16 copy needs no knowledge of the model's class.
 """
 
 import contextlib
@@ -24,6 +31,7 @@ import tensorflow as tf
 
 from plumbing.errors import UserError
 
+from modeling import config as config_lib
 from modeling import fused
 from modeling import heads
 from modeling import layers
@@ -43,6 +51,24 @@ class _Model(keras.Model):
   @property
   def _default_save_signature(self):
     return None
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    if "config" in config:
+      config["config"] = config_lib.BertConfig.from_dict(config["config"])
+    if "encoder" in config:
+      config["encoder"] = BertModel.from_config(config["encoder"])
+    if "heads" in config:
+      config["head_layers"] = [heads.from_description(h) for h in config.pop("heads")]
+    return cls(**config)
+
+
+def _encoder(encoder_or_config):
+  """The BertModel given, or a new one made from the BertConfig given."""
+  if isinstance(encoder_or_config, BertModel):
+    return encoder_or_config
+  return BertModel(encoder_or_config)
 
 
 class BertModel(_Model):
@@ -68,6 +94,10 @@ class BertModel(_Model):
 
   def build(self, input_shape=None):
     self.built = True  # Every weight was created in __init__.
+
+  def get_config(self):
+    return {"config": self.config.to_dict(), "validate_inputs": self.validate_inputs,
+            "name": self.name}
 
   @property
   def causal(self):
@@ -240,6 +270,14 @@ class BertWithHeads(_Model):
   def build(self, input_shape=None):
     self.built = True  # Every weight was created in __init__.
 
+  def get_config(self):
+    return {"encoder": self.bert.get_config(),
+            "heads": [heads.described(head) for head in self.heads], "name": self.name}
+
+  def _config_with(self, **arguments):
+    """A task model's get_config(): its encoder's, its name and `arguments`."""
+    return dict(encoder=self.bert.get_config(), name=self.name, **arguments)
+
   def head(self, part):
     """The head declared as `part`, or None."""
     return next((h for h in self.heads if h.part == part), None)
@@ -308,11 +346,16 @@ class BertPretrainer(BertWithHeads):
   position as the "masked" prediction (data_prep/pretraining/dataset.py, left_to_right).
   """
 
-  def __init__(self, config, next_sentence=True, **kwargs):
+  def __init__(self, encoder, next_sentence=True, **kwargs):
     kwargs.setdefault("name", "bert_pretrainer")
-    encoder = BertModel(config)
-    super().__init__(encoder, heads.build(config, {"masked_lm": True,
-                                                   "next_sentence": next_sentence}), **kwargs)
+    encoder = _encoder(encoder)
+    super().__init__(encoder, heads.build(encoder.config, {"masked_lm": True,
+                                                           "next_sentence": next_sentence}),
+                     **kwargs)
+    self.next_sentence = next_sentence
+
+  def get_config(self):
+    return self._config_with(next_sentence=self.next_sentence)
 
   def call(self, inputs, training=False):
     return self.with_losses(super().call(inputs, training=training), inputs)
@@ -328,13 +371,18 @@ class BertClassifier(BertWithHeads):
   `per_example_loss` (the classifier head's loss, heads.py).
   """
 
-  def __init__(self, config, num_labels, head_initializer="truncated_normal", problem=None,
+  def __init__(self, encoder, num_labels, head_initializer="truncated_normal", problem=None,
                **kwargs):
     kwargs.setdefault("name", "bert_classifier")
-    encoder = BertModel(config)
+    encoder = _encoder(encoder)
     super().__init__(encoder, [heads.ClassificationHead(
-        config, num_labels, initializer=head_initializer, problem=problem)], **kwargs)
+        encoder.config, num_labels, initializer=head_initializer, problem=problem)], **kwargs)
     self.num_labels = num_labels
+
+  def get_config(self):
+    return self._config_with(num_labels=self.num_labels,
+                             head_initializer=self.classifier.initializer,
+                             problem=self.classifier.problem)
 
   def call(self, inputs, training=False):
     return self._with_loss(super().call(inputs, training=training), inputs)
@@ -365,12 +413,16 @@ class BertWindowClassifier(BertClassifier):
 
   POOLINGS = ("mean", "max")
 
-  def __init__(self, config, num_labels, pooling="mean", gather_windows=True, **kwargs):
+  def __init__(self, encoder, num_labels, pooling="mean", gather_windows=True, **kwargs):
     if pooling not in self.POOLINGS:
       raise ValueError("pooling must be one of %s, not %r." % (self.POOLINGS, pooling))
-    super().__init__(config, num_labels, **kwargs)
+    super().__init__(encoder, num_labels, **kwargs)
     self.pooling = pooling
     self.gather_windows = gather_windows
+
+  def get_config(self):
+    return dict(super().get_config(), pooling=self.pooling,
+                gather_windows=self.gather_windows)
 
   def call(self, inputs, training=False):
     shape = tf.shape(inputs["input_ids"], out_type=tf.int64)
@@ -412,13 +464,18 @@ class BertMultipleChoice(BertWithHeads):
   choice's index) also `loss` and `per_example_loss`.
   """
 
-  def __init__(self, config, num_choices=4, head_initializer="truncated_normal", **kwargs):
+  def __init__(self, encoder, num_choices=4, head_initializer="truncated_normal", **kwargs):
     kwargs.setdefault("name", "bert_multiple_choice")
+    encoder = _encoder(encoder)
     # One score per choice; the choices' scores are one label's logits.
-    encoder = BertModel(config)
     super().__init__(encoder, [heads.ClassificationHead(
-        config, 1, initializer=head_initializer, problem=heads.SINGLE_LABEL)], **kwargs)
+        encoder.config, 1, initializer=head_initializer, problem=heads.SINGLE_LABEL)],
+                     **kwargs)
     self.num_choices = num_choices
+
+  def get_config(self):
+    return self._config_with(num_choices=self.num_choices,
+                             head_initializer=self.classifier.initializer)
 
   def call(self, inputs, training=False):
     sequences = {name: tf.reshape(inputs[name], [-1, tf.shape(inputs[name])[-1]])
@@ -441,10 +498,14 @@ class BertEmbedder(BertWithHeads):
   the encoder's alone, under the encoder's names.
   """
 
-  def __init__(self, config, pooling="mean", normalize=False, scale=20.0, **kwargs):
+  def __init__(self, encoder, pooling="mean", normalize=False, scale=20.0, **kwargs):
     kwargs.setdefault("name", "bert_embedder")
-    super().__init__(BertModel(config), [heads.SentenceEmbeddingHead(
+    super().__init__(_encoder(encoder), [heads.SentenceEmbeddingHead(
         pooling=pooling, normalize=normalize, scale=scale)], **kwargs)
+
+  def get_config(self):
+    head = self.sentence_embedding
+    return self._config_with(pooling=head.pooling, normalize=head.normalize, scale=head.scale)
 
   def call(self, inputs, training=False):
     ids = tf.convert_to_tensor(inputs["input_ids"])
@@ -464,11 +525,15 @@ class BertTagger(BertWithHeads):
   BertForTokenClassification). With `tag_ids` (-1 where a token has no
   label) also `loss`, the mean over the labelled tokens."""
 
-  def __init__(self, config, num_labels, head_initializer="truncated_normal", **kwargs):
+  def __init__(self, encoder, num_labels, head_initializer="truncated_normal", **kwargs):
     kwargs.setdefault("name", "bert_tagger")
-    encoder = BertModel(config)
+    encoder = _encoder(encoder)
     super().__init__(encoder, [heads.TokenClassificationHead(
-        config, num_labels, initializer=head_initializer)], **kwargs)
+        encoder.config, num_labels, initializer=head_initializer)], **kwargs)
+
+  def get_config(self):
+    head = self.token_classifier
+    return self._config_with(num_labels=head.num_outputs, head_initializer=head.initializer)
 
   def call(self, inputs, training=False):
     return self.with_losses(super().call(inputs, training=training), inputs)
@@ -477,7 +542,11 @@ class BertTagger(BertWithHeads):
 class BertSpanPredictor(BertWithHeads):
   """BERT + a per-token dense layer giving start and end logits (SQuAD)."""
 
-  def __init__(self, config, head_initializer="truncated_normal", **kwargs):
+  def __init__(self, encoder, head_initializer="truncated_normal", **kwargs):
     kwargs.setdefault("name", "bert_span_predictor")
-    encoder = BertModel(config)
-    super().__init__(encoder, [heads.SpanHead(config, initializer=head_initializer)], **kwargs)
+    encoder = _encoder(encoder)
+    super().__init__(encoder, [heads.SpanHead(encoder.config, initializer=head_initializer)],
+                     **kwargs)
+
+  def get_config(self):
+    return self._config_with(head_initializer=self.span.initializer)

@@ -27,10 +27,15 @@ A head declares:
   loss_terms()    per-example losses, and loss_weights() their weights,
                   from the labels alone: the loss of a batch is
                   sum(weights * losses) / loss_denominator(sum(weights)).
+
+A head's get_config() holds its constructor's arguments (the BertConfig as
+a dict) and from_config() makes it again: a model rebuilds its heads
+without knowing their classes.
 """
 
 import tensorflow as tf
 
+from modeling import config as config_lib
 from modeling import layers
 from modeling import pooling as pooling_lib
 
@@ -57,6 +62,16 @@ class Head(layers.Layer):
   label = None
   fixed_outputs = None
   num_outputs = None
+
+  def get_config(self):
+    return {"config": self.bert_config.to_dict(), "name": self.name}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    if "config" in config:
+      config["config"] = config_lib.BertConfig.from_dict(config["config"])
+    return cls(**config)
 
   def original_names(self):
     """{original checkpoint name: variable}."""
@@ -103,6 +118,7 @@ class MaskedLMHead(Head):
   def __init__(self, config, **kwargs):
     kwargs.setdefault("name", "cls_predictions")
     super().__init__(**kwargs)
+    self.bert_config = config
     self.transform = layers.Dense(config.hidden_size, config.hidden_size,
                                   activation=config.hidden_act,
                                   initializer_range=config.initializer_range,
@@ -159,7 +175,9 @@ class _OutputWeights(Head):
 
   def __init__(self, config, num_outputs, initializer="truncated_normal", **kwargs):
     super().__init__(**kwargs)
+    self.bert_config = config
     self.num_outputs = num_outputs
+    self.initializer = initializer
     self.output_weights = self.add_weight(
         name="output_weights", shape=(num_outputs, config.hidden_size),
         initializer=layers.INITIALIZERS[initializer](config.initializer_range))
@@ -191,6 +209,9 @@ class NextSentenceHead(_OutputWeights):
   def __init__(self, config, initializer="truncated_normal", **kwargs):
     kwargs.setdefault("name", "cls_seq_relationship")
     super().__init__(config, self.fixed_outputs, initializer=initializer, **kwargs)
+
+  def get_config(self):
+    return dict(super().get_config(), initializer=self.initializer)
 
   def call(self, pooled_output):
     return self.logits(pooled_output)
@@ -224,6 +245,11 @@ class ClassificationHead(_OutputWeights):
     super().__init__(config, num_labels, initializer=initializer, **kwargs)
     self.dropout = layers.Dropout(dropout_rate)
     self.problem = problem or (REGRESSION if num_labels == 1 else SINGLE_LABEL)
+
+  def get_config(self):
+    return dict(super().get_config(), num_labels=self.num_outputs,
+                initializer=self.initializer, dropout_rate=self.dropout.rate,
+                problem=self.problem)
 
   def call(self, pooled_output, training=False):
     return self.logits(self.dropout(pooled_output, training=training))
@@ -265,6 +291,9 @@ class SpanHead(_OutputWeights):
     kwargs.setdefault("name", "cls_squad")
     super().__init__(config, self.fixed_outputs, initializer=initializer, **kwargs)
 
+  def get_config(self):
+    return dict(super().get_config(), initializer=self.initializer)
+
   def call(self, sequence_output):
     logits = self.logits(sequence_output)  # [batch, seq, 2]
     return logits[:, :, 0], logits[:, :, 1]
@@ -302,6 +331,10 @@ class TokenClassificationHead(_OutputWeights):
     kwargs.setdefault("name", "cls_token_classification")
     super().__init__(config, num_labels, initializer=initializer, **kwargs)
     self.dropout = layers.Dropout(dropout_rate)
+
+  def get_config(self):
+    return dict(super().get_config(), num_labels=self.num_outputs,
+                initializer=self.initializer, dropout_rate=self.dropout.rate)
 
   def call(self, sequence_output, training=False):
     return self.logits(self.dropout(sequence_output, training=training))
@@ -358,6 +391,10 @@ class SentenceEmbeddingHead(Head):
       raise ValueError("pooling must be one of %s, not %r." % (pooling_lib.POOLINGS, pooling))
     self.pooling, self.normalize, self.scale = pooling, normalize, scale
 
+  def get_config(self):
+    return {"pooling": self.pooling, "normalize": self.normalize, "scale": self.scale,
+            "name": self.name}
+
   def variables_by_suffix(self):
     return {}
 
@@ -389,6 +426,17 @@ class SentenceEmbeddingHead(Head):
 HEADS = (MaskedLMHead, NextSentenceHead, ClassificationHead, SpanHead,
          TokenClassificationHead)
 BY_PART = {head.part: head for head in HEADS}
+_BY_CLASS_NAME = {head.__name__: head for head in HEADS + (SentenceEmbeddingHead,)}
+
+
+def described(head):
+  """What a model's get_config() holds of `head`; from_description() makes it
+  again."""
+  return {"class_name": type(head).__name__, "config": head.get_config()}
+
+
+def from_description(description):
+  return _BY_CLASS_NAME[description["class_name"]].from_config(description["config"])
 
 
 def build(config, parts, initializer="truncated_normal"):

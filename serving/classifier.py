@@ -25,7 +25,6 @@ import dataclasses
 
 import tensorflow as tf
 
-import modeling
 from plumbing import tf_example
 from serving import export
 from serving import packing
@@ -118,13 +117,7 @@ def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_leng
   export.in_precision; `limits`: export.RequestLimits; `windows`: the
   WindowSettings a modeling.BertWindowClassifier was trained with); returns
   export_dir."""
-  if windows:
-    build = lambda: modeling.BertWindowClassifier(model.config, model.num_labels,
-                                                  pooling=model.pooling)
-  else:
-    build = lambda: modeling.BertClassifier(
-        model.config, num_labels=model.num_labels, problem=model.classifier.problem)
-  model = export.in_precision(model, precision, build)
+  model = export.in_precision(model, precision)
   server = ClassifierServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
                             max_seq_length, label_list, is_regression, limits, windows,
                             multi_label)

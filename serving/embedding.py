@@ -18,7 +18,6 @@ Signatures:
 
 import tensorflow as tf
 
-from modeling import bert_model
 from modeling import pooling
 from plumbing import tf_example
 from serving import export
@@ -54,7 +53,7 @@ def export_embedder(model, export_dir, vocab_file, do_lower_case, max_seq_length
   """Writes the SavedModel of a BertModel's sentence vectors (see the module
   docstring; `precision`: export.in_precision; `limits`:
   export.RequestLimits); returns export_dir."""
-  model = export.in_precision(model, precision, lambda: bert_model.BertModel(model.config))
+  model = export.in_precision(model, precision)
   server = EmbeddingServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
                            max_seq_length, pooling, normalize, limits)
 

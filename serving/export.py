@@ -113,9 +113,9 @@ def cpu_multiplies_bfloat16(cpuinfo_path="/proc/cpuinfo"):
   return None if flags is None else any(f in flags for f in BFLOAT16_CPU_FLAGS)
 
 
-def in_precision(model, precision, build):
-  """`model` itself for "float32"; for "bfloat16", a copy made by build()
-  under Keras's bfloat16 policy, holding the model's weights in bfloat16:
+def in_precision(model, precision):
+  """`model` itself for "float32"; for "bfloat16", the model rebuilt from
+  its config under Keras's bfloat16 policy, holding the model's weights in bfloat16:
   the SavedModel stores them so (half the bytes to read per request) and
   its matrix products run in bfloat16. Embeddings, layer norms and the
   attention softmax stay float32, as in mixed-precision training."""
@@ -132,7 +132,7 @@ def in_precision(model, precision, build):
   keras.config.set_dtype_policy(precision)
   try:
     with layers.deferred_initialization() as deferred:  # Every weight is copied below.
-      copy = build()
+      copy = type(model).from_config(model.get_config())
   finally:
     keras.config.set_dtype_policy(previous)
   targets = copy.original_names()

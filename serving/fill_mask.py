@@ -14,8 +14,6 @@ Signatures:
 
 import tensorflow as tf
 
-from modeling import bert_model
-from modeling import heads
 from serving import export
 
 _MASK = "[MASK]"
@@ -70,8 +68,7 @@ class FillMaskServer(export.Server):
 def export_fill_mask(model, export_dir, vocab_file, do_lower_case, max_seq_length, top_k,
                      precision="float32", limits=None):
   """Writes the SavedModel (see the module docstring); returns export_dir."""
-  model = export.in_precision(model, precision, lambda: bert_model.BertWithHeads(
-      bert_model.BertModel(model.config), [heads.MaskedLMHead(model.config)]))
+  model = export.in_precision(model, precision)
   tokenizer = export.graph_tokenizer(vocab_file, do_lower_case)
   from data_prep import tokenization  # pylint: disable=g-import-not-at-top
   mask_id = tokenization.load_vocab(vocab_file)[_MASK]

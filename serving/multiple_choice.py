@@ -13,7 +13,6 @@ Signatures:
 
 import tensorflow as tf
 
-import modeling
 from plumbing import tf_example
 from serving import export
 from serving import packing
@@ -77,8 +76,7 @@ def export_multiple_choice(model, export_dir, vocab_file, do_lower_case, max_seq
                            precision="float32", limits=None):
   """Writes a SWAG model's SavedModel (see the module docstring; `precision`:
   export.in_precision; `limits`: export.RequestLimits); returns export_dir."""
-  model = export.in_precision(model, precision, lambda: modeling.BertMultipleChoice(
-      model.config, num_choices=model.num_choices))
+  model = export.in_precision(model, precision)
   server = MultipleChoiceServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
                                 max_seq_length, limits)
   return export.save(server, export_dir, multiple_choice_signatures(server))

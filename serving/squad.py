@@ -15,7 +15,6 @@ Signatures:
 
 import tensorflow as tf
 
-import modeling
 from serving import export
 from serving import squad_ops
 
@@ -70,7 +69,6 @@ def export_span_predictor(model, export_dir, vocab_file, do_lower_case, precisio
   """Writes a SQuAD model's SavedModel; `settings` are SpanServer's keyword
   arguments (run_squad.py's flags of the same names), `precision`:
   export.in_precision. Returns export_dir."""
-  model = export.in_precision(model, precision,
-                              lambda: modeling.BertSpanPredictor(model.config))
+  model = export.in_precision(model, precision)
   server = SpanServer(model, export.graph_tokenizer(vocab_file, do_lower_case), **settings)
   return export.save(server, export_dir, span_signatures(server))

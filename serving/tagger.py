@@ -31,7 +31,6 @@ nothing else is none (tasks/ner/raw_text.py reads them the same way).
 
 import tensorflow as tf
 
-import modeling
 from plumbing import tf_example
 from serving import export
 from serving import window_ops
@@ -211,8 +210,7 @@ def export_tagger(model, export_dir, vocab_file, do_lower_case, max_seq_length, 
   """Writes the tagger's SavedModel (see the module docstring; `word_split`:
   serving/words' SPLITS; `precision`: export.in_precision; `limits`:
   export.RequestLimits); returns export_dir."""
-  model = export.in_precision(model, precision, lambda: modeling.BertTagger(
-      model.config, len(label_list)))
+  model = export.in_precision(model, precision)
   server = TaggerServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
                         max_seq_length, doc_stride, label_list, word_split, limits)
   return export.save(server, export_dir, tagger_signatures(server))

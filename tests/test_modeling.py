@@ -13,6 +13,7 @@ from conftest import (MODELING_REF, PRETRAINING_FEATURES, REPO_ROOT, data_file,
                       reference_outputs, shared_path)
 import modeling
 from modeling import checkpoints
+from modeling import heads as heads_lib
 
 REF = MODELING_REF
 FEATURES = PRETRAINING_FEATURES
@@ -421,3 +422,69 @@ def test_head_initializer_draws_the_original_or_hugging_faces_distribution():
         assert beyond == 0, head.name
       else:
         assert 0.02 < beyond < 0.08, (head.name, beyond)
+
+
+def _every_task_model(config):
+  return [
+      modeling.BertPretrainer(config),
+      modeling.BertPretrainer(config, next_sentence=False),
+      modeling.BertClassifier(config, 3, head_initializer="normal"),
+      modeling.BertClassifier(config, 4, problem=heads_lib.MULTI_LABEL),
+      modeling.BertClassifier(config, 1),
+      modeling.BertWindowClassifier(config, 2, pooling="max", gather_windows=False),
+      modeling.BertMultipleChoice(config, num_choices=3),
+      modeling.BertEmbedder(config, pooling="cls", normalize=True, scale=10.0),
+      modeling.BertTagger(config, 5),
+      modeling.BertSpanPredictor(config),
+      modeling.BertWithHeads(modeling.BertModel(config), [heads_lib.MaskedLMHead(config)]),
+      modeling.BertModel(config),
+  ]
+
+
+def test_every_model_rebuilds_from_its_config_drawing_the_same_weights():
+  """type(model).from_config(model.get_config()) is the same model (class,
+  settings, variable names and shapes), its weights drawn in the order the
+  constructor draws them, under the dtype policy in effect: the bfloat16
+  export needs nothing else."""
+  import keras
+  keras.utils.set_random_seed(5)
+  models = _every_task_model(_config())
+  keras.utils.set_random_seed(5)
+  again = [type(m).from_config(json.loads(json.dumps(m.get_config()))) for m in models]
+  for model, copy in zip(models, again):
+    assert type(copy) is type(model) and copy.name == model.name
+    assert copy.get_config() == model.get_config()
+    assert [v.path for v in copy.weights] == [v.path for v in model.weights]
+    for a, b in zip(model.weights, copy.weights):
+      np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+  assert again[3].classifier.problem == heads_lib.MULTI_LABEL
+  assert (again[5].pooling, again[5].gather_windows) == ("max", False)
+  assert again[6].num_choices == 3 and again[7].sentence_embedding.pooling == "cls"
+  previous = keras.config.dtype_policy()
+  keras.config.set_dtype_policy("mixed_bfloat16")
+  try:
+    half = modeling.BertTagger.from_config(models[8].get_config())
+  finally:
+    keras.config.set_dtype_policy(previous)
+  assert half.dtype_policy.compute_dtype == "bfloat16"
+
+
+def test_a_task_model_puts_its_heads_on_the_encoder_it_is_given():
+  """As keras-hub's task takes its backbone: the given (pretrained) encoder
+  itself, not a copy, under the same checkpoint names."""
+  encoder = modeling.BertModel(_config())
+  modeling.load_original_checkpoint(encoder, _ckpt(), log=False)
+  for model in (modeling.BertClassifier(encoder, 2), modeling.BertSpanPredictor(encoder),
+                modeling.BertTagger(encoder, 3), modeling.BertMultipleChoice(encoder),
+                modeling.BertEmbedder(encoder), modeling.BertPretrainer(encoder)):
+    assert model.bert is encoder and model.config is encoder.config
+    names = model.original_names()
+    for name, variable in encoder.original_names().items():
+      assert names[name] is variable
+  # Heads on the released encoder, their weights loaded: the original's outputs.
+  inputs = {k: _inputs()[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  span, classifier = modeling.BertSpanPredictor(encoder), modeling.BertClassifier(encoder, 3)
+  modeling.load_original_checkpoint(span, _ckpt(), log=False)
+  modeling.load_original_checkpoint(classifier, _ckpt(), log=False)
+  _close(span(inputs)["start_logits"], _reference()["squad_start_logits"])
+  _close(classifier(inputs)["logits"], _reference()["classifier_logits"])

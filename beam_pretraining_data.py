@@ -35,9 +35,9 @@ def main(argv):
                     "not --output_file.")
   options = create_pretraining_data.options_from_flags()
   tokenizer, input_files = create_pretraining_data.tokenizer_and_inputs_from_flags()
-  del tokenizer  # Checked here; each worker loads its own.
+  # Checked here; each worker loads its own, of the same casing.
   beam_pretraining_data.write_records(
-      input_files, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case, options,
+      input_files, FLAGS.output_dir, FLAGS.vocab_file, tokenizer.do_lower_case, options,
       on_invalid_utf8=FLAGS.on_invalid_utf8, num_output_files=FLAGS.num_output_files,
       pipeline_args=argv[1:])
 

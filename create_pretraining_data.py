@@ -45,7 +45,7 @@ flags.DEFINE_bool("do_lower_case", True,
 flags.DEFINE_bool("do_whole_word_mask", False,
                   "Whether to use whole word masking rather than per-WordPiece "
                   "masking.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+cli.define_max_seq_length(help_text="Maximum sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20,
                      "Maximum number of masked LM predictions per sequence.")
 flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
@@ -88,13 +88,12 @@ def options_from_flags():
 
 def tokenizer_and_inputs_from_flags():
   """The flags' tokenizer and input files, checked before any work starts.
-  Sets --do_lower_case, when not given, to the casing recorded beside the
-  vocabulary (data_prep/casing.py)."""
+  The tokenizer's casing is --do_lower_case when given, else the one recorded
+  beside the vocabulary (data_prep/casing.py)."""
   flag = FLAGS["do_lower_case"]
-  FLAGS.do_lower_case = casing.resolve(flag.value, not flag.using_default_value,
-                                       [os.path.dirname(FLAGS.vocab_file) or "."])
-  return pretraining_data.checked_inputs(FLAGS.vocab_file, FLAGS.do_lower_case,
-                                         FLAGS.input_file)
+  do_lower_case = casing.resolve(flag.value, not flag.using_default_value,
+                                 [os.path.dirname(FLAGS.vocab_file) or "."])
+  return pretraining_data.checked_inputs(FLAGS.vocab_file, do_lower_case, FLAGS.input_file)
 
 
 def main(_):

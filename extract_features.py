@@ -42,10 +42,7 @@ flags.DEFINE_string("layers", "-1,-2,-3,-4",
 flags.DEFINE_string("bert_config_file", None,
                     "The config json file corresponding to the pre-trained BERT model. "
                     "This specifies the model architecture.")
-flags.DEFINE_integer("max_seq_length", 128,
-                     "The maximum total input sequence length after WordPiece "
-                     "tokenization. Sequences longer than this will be truncated, and "
-                     "sequences shorter than this will be padded.")
+cli.define_max_seq_length()
 flags.DEFINE_string("init_checkpoint", None,
                     "Initial checkpoint (usually from a pre-trained BERT model).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
@@ -84,9 +81,9 @@ def main(_):
   config = run_flags.load_config(FLAGS)
   indexes = layer_indexes(config)
   run_flags.check_batch_size(FLAGS, "batch_size", strategy)
-  run_flags.resolve_casing(FLAGS)
-  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-  tokenizer = run_flags.load_tokenizer(FLAGS, config)
+  do_lower_case = run_flags.resolve_casing(FLAGS)
+  tokenization.validate_case_matches_checkpoint(do_lower_case, FLAGS.init_checkpoint)
+  tokenizer = run_flags.load_tokenizer(FLAGS, config, do_lower_case)
   num_lines = feature_extraction.check_input(FLAGS.input_file)
   with strategy.scope(), modeling.deferred_initialization() as deferred:
     model = modeling.BertModel(config)

@@ -40,9 +40,9 @@ flags.DEFINE_string("output_file", None, "Where to write the JSON lines.")
 flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
 flags.DEFINE_string("init_checkpoint", None,
                     "A checkpoint with the masked-LM head (cls/predictions/...).")
-flags.DEFINE_integer("max_seq_length", 128,
-                     "[CLS] text [SEP] is cut to this many WordPieces; masks past it are "
-                     "left out.")
+cli.define_max_seq_length(help_text=(
+    "[CLS] text [SEP] is cut to this many WordPieces; masks past it are "
+    "left out."))
 flags.DEFINE_integer("top_k", 5, "How many tokens to give for each mask.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 32, "Texts per batch.")
 flags.DEFINE_string("export_dir", None,
@@ -64,9 +64,9 @@ def main(_):
   strategy = run_flags.create_strategy(FLAGS)  # First: before TensorFlow runs anything.
   config = run_flags.load_config(FLAGS)
   batch_size = run_flags.check_batch_size(FLAGS, "batch_size", strategy)
-  run_flags.resolve_casing(FLAGS)
-  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-  tokenizer = run_flags.load_tokenizer(FLAGS, config)
+  do_lower_case = run_flags.resolve_casing(FLAGS)
+  tokenization.validate_case_matches_checkpoint(do_lower_case, FLAGS.init_checkpoint)
+  tokenizer = run_flags.load_tokenizer(FLAGS, config, do_lower_case)
   features = fill_mask.features_of(fill_mask.read_texts(FLAGS.input_file), tokenizer,
                                    FLAGS.max_seq_length, FLAGS.input_file)
   _check_head(FLAGS.init_checkpoint)
@@ -82,7 +82,7 @@ def main(_):
   if FLAGS.export_dir:
     from serving import fill_mask as serving_fill_mask  # pylint: disable=g-import-not-at-top
     serving_fill_mask.export_fill_mask(model, FLAGS.export_dir, FLAGS.vocab_file,
-                                       FLAGS.do_lower_case, FLAGS.max_seq_length, FLAGS.top_k,
+                                       do_lower_case, FLAGS.max_seq_length, FLAGS.top_k,
                                        precision=FLAGS.export_precision)
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 

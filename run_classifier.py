@@ -57,10 +57,7 @@ flags.DEFINE_string("data_dir", None,
                     "files) for the task; `tfds` reads the task from "
                     "tensorflow-datasets instead.")
 flags.DEFINE_string("task_name", None, "The name of the task to train.")
-flags.DEFINE_integer("max_seq_length", 128,
-                     "The maximum total input sequence length after WordPiece "
-                     "tokenization. Sequences longer than this will be truncated, and "
-                     "sequences shorter than this will be padded.")
+cli.define_max_seq_length()
 run_flags.define_eval_and_predict_flags()
 
 # Additions.
@@ -130,12 +127,12 @@ def main(_):
   # are read only when it continues.
   recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   processor = _processor()  # Then a mistake in a data file shows before any work.
-  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, recorded=recorded)
   if not processor.is_regression:
     files.write_labels(FLAGS.output_dir, processor.get_labels())
   task = classification.ClassificationTask(
       processor, FLAGS.data_dir, tokenizer, FLAGS.max_seq_length,
-      run_flags.export_settings(FLAGS),
+      run_flags.export_settings(FLAGS, tokenizer),
       windows=(windows.WindowSettings(FLAGS.window_stride, FLAGS.max_windows)
                if FLAGS.window_stride else None),
       window_pooling=FLAGS.window_pooling,

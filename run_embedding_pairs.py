@@ -109,11 +109,12 @@ def main(_):
       "max_seq_length": settings.max_seq_length})
   train, dev = _examples()
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(
-      FLAGS, check_flags=_check_flags, max_seq_length=settings.max_seq_length)
+      FLAGS, check_flags=_check_flags, max_seq_length=settings.max_seq_length,
+      recorded=recorded)
   if FLAGS.do_train:  # What the weights it trains mean; other commands leave it as it is.
     pairs.record_settings(FLAGS.output_dir, config.hidden_size, settings)
-  task = pairs.PairsTask(train, dev, tokenizer, settings, run_flags.export_settings(FLAGS),
-                         scale=FLAGS.scale)
+  task = pairs.PairsTask(train, dev, tokenizer, settings,
+                         run_flags.export_settings(FLAGS, tokenizer), scale=FLAGS.scale)
   driver.run(task, run_flags.driver_settings(FLAGS, recorded=recorded), strategy, config)
 
 

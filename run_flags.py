@@ -27,6 +27,7 @@ from modeling import pooling as pooling_lib
 from modeling import training
 from modeling import strategy as strategy_lib
 from plumbing.errors import UserError
+from plumbing import cli
 from plumbing import files
 from plumbing.run_directory import settings as run_settings
 from tasks import driver
@@ -222,10 +223,9 @@ def define_sentence_vector_flags():
   flags.DEFINE_bool("normalize", None,
                     "Divide each vector by its length (L2). Default: true when the "
                     "sentence-transformers files have a Normalize module, else false.")
-  flags.DEFINE_integer("max_seq_length", None,
-                       "[CLS] text [SEP] is cut to this many WordPieces. Default: the "
-                       "sentence-transformers files' max_seq_length, else 128.",
-                       lower_bound=2)
+  cli.define_max_seq_length(None, "[CLS] text [SEP] is cut to this many WordPieces. Default: "
+                            "the sentence-transformers files' max_seq_length, else 128.",
+                            lower_bound=2)
 
 
 def sentence_vector_settings(flag_values):
@@ -303,12 +303,13 @@ def check_run_settings(flag_values, names, decided=None):
   against those of a run already in --output_dir, which --start_over moves
   aside. Returns them, for training to record (None without --do_train, and
   on the workers of a cluster other than its chief, which leave this to
-  it). The casing is resolved first, as the run will tokenize."""
+  it). The casing recorded is the one the run will tokenize with
+  (resolve_casing)."""
   f = flag_values
   if not f.do_train or not _is_chief_worker():
     return None
   if "do_lower_case" in f:
-    resolve_casing(f, f.output_dir)
+    decided = dict({"do_lower_case": resolve_casing(f, f.output_dir)}, **(decided or {}))
   settings = {}
   for name in names:
     if name in f:
@@ -376,24 +377,22 @@ def request_limits(flag_values):
 
 
 def resolve_casing(flag_values, output_dir=None):
-  """Sets --do_lower_case, when it was not given, to the casing recorded
-  beside --vocab_file (a converted Hugging Face model), else in
-  `output_dir` (what an earlier fine-tuning run there tokenized with); one
-  error line when a given flag contradicts the model's record. Without a
-  record (the released checkpoints), the original's default."""
+  """The casing to tokenize with: --do_lower_case when given, else the
+  casing recorded beside --vocab_file (a converted Hugging Face model), else
+  in `output_dir` (what an earlier fine-tuning run there tokenized with),
+  with a line saying which; one error line when a given flag contradicts
+  the model's record. Without a record (the released checkpoints), the
+  original's default. The flags keep their values."""
   flag = flag_values["do_lower_case"]
   vocab_file = flag_values.vocab_file
-  flag_values.do_lower_case = casing.resolve(
-      flag.value, not flag.using_default_value,
-      [vocab_file and os.path.dirname(vocab_file) or "."], output_dir)
+  return casing.resolve(flag.value, not flag.using_default_value,
+                        [vocab_file and os.path.dirname(vocab_file) or "."], output_dir)
 
 
-def load_tokenizer(flag_values, config, do_lower_case=None):
-  """The --vocab_file's FullTokenizer (of --do_lower_case, or the casing a
-  command decided otherwise), checked against the config: a vocabulary with
-  more entries than `vocab_size` gives ids the model has no embedding for."""
-  if do_lower_case is None:
-    do_lower_case = flag_values.do_lower_case
+def load_tokenizer(flag_values, config, do_lower_case):
+  """The --vocab_file's FullTokenizer of the casing decided
+  (resolve_casing), checked against the config: a vocabulary with more
+  entries than `vocab_size` gives ids the model has no embedding for."""
   tokenizer = tokenization.FullTokenizer(flag_values.vocab_file, do_lower_case)
   entries = max(tokenizer.vocab.values(), default=-1) + 1
   if entries > config.vocab_size:
@@ -435,21 +434,23 @@ def check_classifier_actions(flag_values):
                     "--init_checkpoint).")
 
 
-def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions, max_seq_length=None):
+def set_up_fine_tuning(flag_values, check_flags=check_classifier_actions, max_seq_length=None,
+                       recorded=None):
   """What the fine-tuning scripts start with, in the original's order: the
-  checks (--do_lower_case against a released checkpoint's name, then the
+  checks (the casing against a released checkpoint's name, then the
   script's own `check_flags`), then (strategy, config, tokenizer), with
   --output_dir created. `max_seq_length`: the length the script decided,
-  if not --max_seq_length."""
-  resolve_casing(flag_values, flag_values.output_dir)
-  tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
-                                                flag_values.init_checkpoint)
+  if not --max_seq_length; `recorded`: check_run_settings' result, whose
+  casing is already decided."""
+  do_lower_case = (recorded["do_lower_case"] if recorded and "do_lower_case" in recorded
+                   else resolve_casing(flag_values, flag_values.output_dir))
+  tokenization.validate_case_matches_checkpoint(do_lower_case, flag_values.init_checkpoint)
   check_flags(flag_values)
   strategy = create_strategy(flag_values)  # First: before TensorFlow runs anything.
   config = load_config(flag_values, max_seq_length)
-  tokenizer = load_tokenizer(flag_values, config)
+  tokenizer = load_tokenizer(flag_values, config, do_lower_case)
   files.makedirs(flag_values.output_dir)
-  casing.write(flag_values.output_dir, flag_values.do_lower_case)
+  casing.write(flag_values.output_dir, do_lower_case)
   return strategy, config, tokenizer
 
 
@@ -497,8 +498,9 @@ def driver_settings(flag_values, pad_by_default=False, recorded=None):
       head_initializer=f.head_initializer, weights=f.weights)
 
 
-def export_settings(flag_values):
-  """What every export takes from the flags (driver.Export)."""
-  return driver.Export(flag_values.vocab_file, flag_values.do_lower_case,
+def export_settings(flag_values, tokenizer):
+  """What every export takes from the flags (driver.Export), tokenizing as
+  `tokenizer` (set_up_fine_tuning's) does."""
+  return driver.Export(flag_values.vocab_file, tokenizer.do_lower_case,
                        flag_values.export_precision,
                        request_limits(flag_values) if flag_values.export_dir else None)

@@ -34,9 +34,9 @@ FLAGS = flags.FLAGS
 
 run_flags.define_fine_tuning_flags()
 flags.adopt_module_key_flags(run_flags)
-flags.DEFINE_integer("max_seq_length", 128,
-                     "The maximum total input sequence length after WordPiece "
-                     "tokenization; longer texts are truncated.")
+cli.define_max_seq_length(help_text=(
+    "The maximum total input sequence length after WordPiece tokenization; "
+    "longer texts are truncated."))
 run_flags.define_eval_and_predict_flags()
 run_flags.define_user_file_flags()
 flags.DEFINE_string("label_separator", ";",
@@ -63,11 +63,11 @@ def main(_):
   # file shows before any work.
   recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   processor = run_flags.user_files_processor(FLAGS, separator=FLAGS.label_separator)
-  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, recorded=recorded)
   files.write_labels(FLAGS.output_dir, processor.get_labels())
   files.write_problem(FLAGS.output_dir, heads.MULTI_LABEL)
   task = multi_label.MultiLabelTask(processor, tokenizer, FLAGS.max_seq_length,
-                                    run_flags.export_settings(FLAGS), FLAGS.threshold)
+                                    run_flags.export_settings(FLAGS, tokenizer), FLAGS.threshold)
   driver.run(task, run_flags.driver_settings(FLAGS, recorded=recorded), strategy, config)
 
 

@@ -53,9 +53,9 @@ flags.DEFINE_string("data_dir", None,
                     "The directory of the CoNLL files (train.txt, dev.txt, test.txt), or "
                     "`tfds` for tensorflow-datasets' conll2003 (or give your own files: "
                     "--train_file, --dev_file, --test_file).")
-flags.DEFINE_integer("max_seq_length", 128,
-                     "The maximum total input sequence length after WordPiece tokenization. "
-                     "A longer sentence is split into overlapping windows.")
+cli.define_max_seq_length(help_text=(
+    "The maximum total input sequence length after WordPiece tokenization. "
+    "A longer sentence is split into overlapping windows."))
 flags.DEFINE_integer("doc_stride", 64,
                      "When a sentence is longer than a sequence, start a new window every "
                      "this many WordPieces (at most a window's length); each word is "
@@ -121,9 +121,10 @@ def main(_):
   split_files = _split_files()
   # Read first: a mistake in the file shows before any training.
   texts = raw_text.read_lines(FLAGS.predict_file) if FLAGS.predict_file else None
-  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, check_flags=_check_actions)
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, check_flags=_check_actions,
+                                                             recorded=recorded)
   task = ner_task.NerTask(FLAGS.data_dir, FLAGS.output_dir, tokenizer, FLAGS.max_seq_length,
-                          FLAGS.doc_stride, run_flags.export_settings(FLAGS),
+                          FLAGS.doc_stride, run_flags.export_settings(FLAGS, tokenizer),
                           tfds_manual_dir=FLAGS.tfds_manual_dir, split_files=split_files,
                           raw_text_words=FLAGS.raw_text_words)
   settings = run_flags.driver_settings(FLAGS, recorded=recorded)

@@ -40,9 +40,9 @@ run_flags.define_training_flags()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None,
                     "Input TF example files (can be a glob or comma separated).")
-flags.DEFINE_integer("max_seq_length", 128,
-                     "The maximum total input sequence length after WordPiece "
-                     "tokenization. Must match the data generation.")
+cli.define_max_seq_length(help_text=(
+    "The maximum total input sequence length after WordPiece tokenization. "
+    "Must match the data generation."))
 flags.DEFINE_integer("max_predictions_per_seq", 20,
                      "Maximum number of masked LM predictions per sequence. "
                      "Must match data generation.")

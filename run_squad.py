@@ -46,10 +46,7 @@ flags.DEFINE_string("train_file", None,
                     "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None,
                     "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-flags.DEFINE_integer("max_seq_length", 384,
-                     "The maximum total input sequence length after WordPiece "
-                     "tokenization. Sequences longer than this will be truncated, and "
-                     "sequences shorter than this will be padded.")
+cli.define_max_seq_length(384)
 flags.DEFINE_integer("doc_stride", 128,
                      "When splitting up a long document into chunks, how much stride to "
                      "take between chunks.")
@@ -100,11 +97,12 @@ def validate_flags(flag_values):
 def main(_):
   logging.set_verbosity(logging.INFO)
   recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
-  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, validate_flags)
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, validate_flags,
+                                                             recorded=recorded)
   settings = squad_task.SquadSettings(**{
       field.name: getattr(FLAGS, field.name)
       for field in dataclasses.fields(squad_task.SquadSettings)})
-  task = squad_task.SquadTask(settings, tokenizer, run_flags.export_settings(FLAGS))
+  task = squad_task.SquadTask(settings, tokenizer, run_flags.export_settings(FLAGS, tokenizer))
   # Fixed length unless --pad_to_max_seq_length=false: the original's span
   # head scores padding positions too (they are in the training loss's softmax
   # and can take places in the n-best lists), so dropping them changes results.

@@ -32,10 +32,10 @@ run_flags.define_fine_tuning_flags()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("data_dir", None,
                     "The directory of SWAG's train.csv, val.csv and test.csv.")
-flags.DEFINE_integer("max_seq_length", 128,
-                     "The maximum total length of each [CLS] context [SEP] ending [SEP] "
-                     "sequence after WordPiece tokenization; longer pairs are truncated, "
-                     "shorter ones padded.")
+cli.define_max_seq_length(help_text=(
+    "The maximum total length of each [CLS] context [SEP] ending [SEP] "
+    "sequence after WordPiece tokenization; longer pairs are truncated, "
+    "shorter ones padded."))
 run_flags.define_eval_and_predict_flags()  # Dev: val.csv; test: test.csv.
 
 # What decides a run's result (plumbing/run_directory/settings.py), besides the shared ones.
@@ -45,9 +45,9 @@ SETTINGS = run_flags.TRAINING_SETTINGS + ("data_dir",)
 def main(_):
   logging.set_verbosity(logging.INFO)
   recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
-  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS)
+  strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, recorded=recorded)
   task = swag_task.SwagTask(FLAGS.data_dir, tokenizer, FLAGS.max_seq_length,
-                            run_flags.export_settings(FLAGS))
+                            run_flags.export_settings(FLAGS, tokenizer))
   driver.run(task, run_flags.driver_settings(FLAGS, recorded=recorded), strategy, config)
 
 

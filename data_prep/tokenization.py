@@ -306,6 +306,10 @@ class FullTokenizer(object):
     self._ids_of_word = _WordCache(self._word_to_ids)
     self._characters = 0
 
+  @property
+  def do_lower_case(self):
+    return self.basic_tokenizer.do_lower_case
+
   def tokenize(self, text):
     tokens = []
     cache = self._tokens_of_word

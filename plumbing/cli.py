@@ -22,6 +22,19 @@ from plumbing.errors import Stopped
 from plumbing.errors import UserError
 from plumbing import xla_cache
 
+# The original scripts' words for --max_seq_length.
+MAX_SEQ_LENGTH_HELP = ("The maximum total input sequence length after WordPiece tokenization. "
+                       "Sequences longer than this will be truncated, and sequences shorter "
+                       "than this will be padded.")
+
+
+def define_max_seq_length(default=128, help_text=MAX_SEQ_LENGTH_HELP, **bounds):
+  """--max_seq_length, which every command that packs WordPieces into
+  sequences defines here; each keeps its own default (run_squad.py's is the
+  original's 384) and says what the length means for it."""
+  flags.DEFINE_integer("max_seq_length", default, help_text, **bounds)
+
+
 flags.DEFINE_bool("traceback", False,
                   "Show the Python traceback of input errors too (for debugging).")
 

@@ -180,6 +180,44 @@ def test_no_module_uses_another_s_private_names():
   assert not {p: names for p, names in wrong.items() if names}
 
 
+def _flag_writes_and_reads(path, source=None):
+  """What `path` does with absl's flags that only the command line may:
+  `absl.flags` imported by a library module (plumbing/cli.py, the command
+  line's plumbing, excepted), or a value assigned into the flags (a decided
+  setting written back)."""
+  if source is None:
+    with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+      source = f.read()
+  library = os.sep in path and path != os.path.join("plumbing", "cli.py")
+  found = []
+  for node in ast.walk(ast.parse(source)):
+    if library and isinstance(node, (ast.Import, ast.ImportFrom)):
+      names = ([node.module + "." + a.name for a in node.names] if isinstance(node, ast.ImportFrom)
+               else [a.name for a in node.names])
+      found += ["imports absl.flags (line %d)" % node.lineno
+                for name in names if name in ("absl.flags", "absl.flags.FLAGS")]
+    elif isinstance(node, (ast.Assign, ast.AugAssign)):
+      targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+      for target in targets:
+        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and
+            target.value.id in ("FLAGS", "flag_values")):
+          found.append("writes %s.%s (line %d)" % (target.value.id, target.attr,
+                                                   node.lineno))
+  return found
+
+
+def test_only_the_command_line_touches_flags_and_nothing_writes_into_them():
+  """Library code takes arguments; a setting decided from the flags and the
+  model's files (the casing) is returned and logged, not written back."""
+  assert _flag_writes_and_reads("run_x.py", "FLAGS.do_lower_case = True\n") == [
+      "writes FLAGS.do_lower_case (line 1)"]
+  assert _flag_writes_and_reads(os.path.join("tasks", "x.py"), "from absl import flags\n") == [
+      "imports absl.flags (line 1)"]
+  assert not _flag_writes_and_reads(os.path.join("plumbing", "cli.py"))
+  wrong = {p: _flag_writes_and_reads(p) for p in _library_files()}
+  assert not {p: found for p, found in wrong.items() if found}
+
+
 def _lines(path):
   with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
     return sum(1 for _ in f)

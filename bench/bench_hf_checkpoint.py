@@ -116,7 +116,7 @@ def worker_ours_steps(args):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
-  from modeling import layers  # pylint: disable=g-import-not-at-top
+  from modeling.blocks import layers  # pylint: disable=g-import-not-at-top
   from modeling import losses  # pylint: disable=g-import-not-at-top
   from modeling import training  # pylint: disable=g-import-not-at-top
   ours = np.load(args.ours_output)

@@ -1,6 +1,7 @@
 """The Keras BERT model and how it is trained and run.
 
-config.py, layers.py, fused.py, heads.py, bert_model.py: the model;
+config.py, heads.py, bert_model.py and blocks/ (layers, fused kernels,
+packed tokens, deferred weights): the model;
 checkpoints/: the original's, our and Hugging Face's checkpoints, their
 conversion and loading; optimization.py: the original's optimizer; losses.py,
 training.py (the one training driver), strategy.py (tf.distribute
@@ -25,4 +26,4 @@ from modeling.checkpoints import load_original_checkpoint
 from modeling.checkpoints import save_checkpoint
 from modeling.checkpoints import save_original_checkpoint
 from modeling.config import BertConfig
-from modeling.layers import deferred_initialization
+from modeling.blocks.deferred_init import deferred_initialization

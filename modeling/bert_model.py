@@ -32,9 +32,10 @@ import tensorflow as tf
 from plumbing.errors import UserError
 
 from modeling import config as config_lib
-from modeling import fused
 from modeling import heads
-from modeling import layers
+from modeling.blocks import fused
+from modeling.blocks import layers
+from modeling.blocks import packed_tokens
 
 
 class InvalidInputError(UserError):
@@ -147,7 +148,7 @@ class BertModel(_Model):
     those of the full computation.
 
     With `pack_tokens` in training, the token-wise work runs on the real
-    tokens only (layers.PackedTokens): outputs at padded positions are
+    tokens only (packed_tokens.PackedTokens): outputs at padded positions are
     then zeros, every other value the same. Not where shapes must be
     static (XLA, TPUs).
     """
@@ -156,7 +157,7 @@ class BertModel(_Model):
     # again for every new batch length.
     with contextlib.nullcontext() if training else fused.plain_ops():
       return self._encode(inputs, training, output_positions,
-                          pack_tokens and training and not layers.static_shapes_required())
+                          pack_tokens and training and not packed_tokens.static_shapes_required())
 
   def _encode(self, inputs, training, output_positions, pack_tokens):
     input_ids = tf.convert_to_tensor(inputs["input_ids"])
@@ -216,7 +217,7 @@ class BertModel(_Model):
                      last_mask_adder):
     """The transformer layers (in training) on the real tokens only; their
     outputs as _encode's loop gives them, zeros at the padding."""
-    packing = layers.PackedTokens(input_mask)
+    packing = packed_tokens.PackedTokens(input_mask)
     rows = packing.pack(embedding_output)
     encoder_outputs = []
     for i, layer in enumerate(self.encoder_layers):

@@ -36,7 +36,7 @@ without knowing their classes.
 import tensorflow as tf
 
 from modeling import config as config_lib
-from modeling import layers
+from modeling.blocks import layers
 from modeling import pooling as pooling_lib
 
 # The kinds of problem a classifier head solves, as transformers'

@@ -1,8 +1,8 @@
 """XLA's compiled kernels, kept on disk from one run to the next.
 
-Training compiles its fused kernels (modeling/fused.py), the fused optimizer
-update and, with --use_xla, the whole step, once for each batch shape: about
-a second each on a 2-core CPU, and a fine-tuning run whose batches are cut to
+Training compiles its fused kernels (modeling/blocks/fused.py), the fused
+optimizer update and, with --use_xla, the whole step, once for each batch
+shape: about a second each on a 2-core CPU, and a fine-tuning run whose batches are cut to
 their longest row meets ten or more shapes. TensorFlow can keep what it
 compiled in a directory and load it in later processes (the TF_XLA_FLAGS
 option --tf_xla_persistent_cache_directory): an entry is used only if the

@@ -15,8 +15,9 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from modeling import fused
-from modeling import layers
+from modeling.blocks import fused
+from modeling.blocks import deferred_init
+from modeling.blocks import layers
 from plumbing import files
 from serving import tokenizer as tokenizer_lib
 
@@ -131,7 +132,7 @@ def in_precision(model, precision):
   previous = keras.config.dtype_policy()
   keras.config.set_dtype_policy(precision)
   try:
-    with layers.deferred_initialization() as deferred:  # Every weight is copied below.
+    with deferred_init.deferred_initialization() as deferred:  # Every weight is copied below.
       copy = type(model).from_config(model.get_config())
   finally:
     keras.config.set_dtype_policy(previous)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from modeling import fused, layers
+from modeling.blocks import fused, layers
 
 
 def _float64_gradients(fn, *args):

@@ -14,6 +14,7 @@ from conftest import (MODELING_REF, PRETRAINING_FEATURES, REPO_ROOT, data_file,
 import modeling
 from modeling import checkpoints
 from modeling import heads as heads_lib
+from modeling.blocks import packed_tokens
 
 REF = MODELING_REF
 FEATURES = PRETRAINING_FEATURES
@@ -252,7 +253,7 @@ def test_bad_inputs_fail_clearly():
 
 
 def test_activations():
-  from modeling import layers
+  from modeling.blocks import layers
   x = tf.constant([-3.0, -0.5, 0.0, 0.7, 2.0])
   want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
   _close(layers.gelu(x), want.numpy(), atol=1e-7)
@@ -267,7 +268,7 @@ def test_inference_moves_heads_as_words(dtype):
   float64 words (faster than a oneDNN reorder at request sizes): the same
   bits as tf.transpose, NaN payloads and subnormals included, and no
   transpose of the model's own dtype left in the graph."""
-  from modeling import layers
+  from modeling.blocks import layers
   rng = np.random.default_rng(0)
   width = {tf.float32: np.uint32, tf.bfloat16: np.uint16, tf.float16: np.uint16}[dtype]
   per_word = 8 // dtype.size
@@ -302,8 +303,7 @@ def test_inference_moves_heads_as_words(dtype):
 def test_packed_tokens_index_real_tokens_then_fillers():
   """Worked by hand: a [2, 3] batch with 3 real tokens, rounded up to 2 rows
   an example (4 rows): the fourth reads the zero row one past the end."""
-  from modeling import layers
-  packing = layers.PackedTokens(tf.constant([[1, 1, 0], [1, 0, 0]]), rows_per_example=2)
+  packing = packed_tokens.PackedTokens(tf.constant([[1, 1, 0], [1, 0, 0]]), rows_per_example=2)
   np.testing.assert_array_equal(packing.index.numpy()[:, 0], [0, 1, 3, 6])
   np.testing.assert_array_equal(packing.rows_at(tf.constant([[1], [0]])).numpy(), [1, 2])
   sequence = tf.reshape(tf.range(1.0, 13.0), [2, 3, 2])

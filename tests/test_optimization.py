@@ -113,7 +113,7 @@ def test_clip_dense_norm_is_clip_grad_norm_over_repeated_lookups(fused, monkeypa
                                             attention_probs_dropout_prob=0.0), num_labels=3)
     modeling.load_original_checkpoint(model, data_file(REF + "model.ckpt"), log=False)
     for layer in model._flatten_layers():  # pylint: disable=protected-access
-      if isinstance(layer, modeling.layers.Dropout):
+      if isinstance(layer, modeling.blocks.layers.Dropout):
         layer.rate = 0.0  # The head's own dropout too.
     optimizer = optimization.create_optimizer(
         1e-3, num_train_steps=10, num_warmup_steps=2, weight_decay_rate=0.0,

@@ -22,7 +22,7 @@ from plumbing import xla_cache
 print("FOLDER", xla_cache.enable(sys.argv[1]))
 import numpy as np
 import tensorflow as tf
-from modeling import fused
+from modeling.blocks import fused
 x = tf.constant(np.random.default_rng(0).normal(size=(3, 16, 24)), tf.float32)
 with tf.GradientTape() as tape:
   tape.watch(x)

@@ -17,7 +17,7 @@ import tensorflow as tf
 from modeling import bert_model
 from modeling import heads
 from modeling import pooling as pooling_lib
-from modeling import layers
+from modeling.blocks import layers
 from modeling.checkpoints import keras_hub
 from modeling.config import BertConfig
 

@@ -78,7 +78,7 @@ def load_weights(model, checkpoint, deferred=None, weights=None):
   returns best.choose's Choice (None for nothing).
 
   `deferred`: the model's random weights not drawn yet
-  (layers.deferred_initialization); those the checkpoint does not give a
+  (deferred_init.deferred_initialization); those the checkpoint does not give a
   value are drawn, as they would have been at construction.
   """
   if not checkpoint:

@@ -7,14 +7,13 @@ softmaxes run in float32 whatever the dtype policy, as mixed-precision
 training needs.
 """
 
-import contextlib
 import math
-import threading
 
 import keras
 import tensorflow as tf
 
-from modeling import fused
+from modeling.blocks import deferred_init
+from modeling.blocks import fused
 
 # GELU with the tanh approximation, as the original used (one fused kernel).
 gelu = fused.gelu
@@ -81,49 +80,6 @@ INITIALIZERS = {"truncated_normal": truncated_normal,
                 "normal": lambda stddev: keras.initializers.RandomNormal(stddev=stddev)}
 
 
-class DeferredInitialization(object):
-  """The random weights made inside `deferred_initialization()`: they hold
-  zeros until `initialize()` draws the values they would have had (each
-  initializer's seed was fixed when it was made)."""
-
-  def __init__(self):
-    self.pending = []
-
-  def initialize(self, except_for=()):
-    """Draws every pending weight but those in `except_for` (given values)."""
-    given = {id(v) for v in except_for}
-    for variable, initializer in self.pending:
-      if id(variable) not in given:
-        variable.assign(initializer(variable.shape, variable.dtype))
-    self.pending = []
-
-  def cancel(self):
-    """The weights were loaded: nothing to draw."""
-    self.pending = []
-
-
-_deferral = threading.local()
-
-
-@contextlib.contextmanager
-def deferred_initialization(enabled=True):
-  """Models built in this block skip drawing their random weights (yields a
-  DeferredInitialization, or None when not `enabled`).
-
-  For models whose weights a checkpoint is about to replace, as the
-  original's init_from_checkpoint replaced the initializers: drawing a
-  large model's truncated-normal values is most of the time building it
-  takes. Whoever defers must initialize() unless every deferred
-  weight is then loaded (loading.load_weights does).
-  """
-  previous = getattr(_deferral, "active", None)
-  _deferral.active = DeferredInitialization() if enabled else None
-  try:
-    yield _deferral.active
-  finally:
-    _deferral.active = previous
-
-
 class Layer(keras.layers.Layer):
   """Every layer here makes its weights and sublayers in __init__: there is
   nothing to build. Saying so spares Keras's build by symbolic tracing,
@@ -135,7 +91,7 @@ class Layer(keras.layers.Layer):
     self.built = True
 
   def add_weight(self, *args, initializer=None, **kwargs):
-    deferral = getattr(_deferral, "active", None)
+    deferral = deferred_init.active()
     if deferral is None or isinstance(initializer, str):  # "zeros", "ones": cheap.
       return super().add_weight(*args, initializer=initializer, **kwargs)
     variable = super().add_weight(*args, initializer="zeros", **kwargs)
@@ -329,7 +285,7 @@ class SelfAttention(Layer):
     Each shape is read once: the layer's reshapes are then no more than its
     products and transposes need.
 
-    With `packing` (PackedTokens), x is the batch's real tokens as rows
+    With `packing` (packed_tokens.PackedTokens), x is the batch's real tokens as rows
     [rows, hidden] and `queries` (if any) rows too, [batch * k, hidden];
     the projections run on those rows only, the attention itself on the
     padded batch. Without queries the result is again packed rows.
@@ -396,7 +352,7 @@ class TransformerLayer(Layer):
     still attends to all of x): [batch, k, hidden] instead of [batch, seq,
     hidden], for a last layer whose other positions nothing reads.
 
-    With `packing` (PackedTokens), x is the batch's real tokens as rows
+    With `packing` (packed_tokens.PackedTokens), x is the batch's real tokens as rows
     [rows, hidden], and so is the result; `positions` are then rows of x
     ([batch * k]), and the result [batch * k, hidden]."""
     if packing is not None:
@@ -441,65 +397,6 @@ class TransformerLayer(Layer):
         prefix + "output/LayerNorm/beta": self.output_layer_norm.beta,
         prefix + "output/LayerNorm/gamma": self.output_layer_norm.gamma,
     }
-
-
-def static_shapes_required():
-  """True where every tensor's shape must be known when compiling: inside an
-  XLA-compiled function (--use_xla's training step) and on TPUs."""
-  from tensorflow.python.ops import control_flow_util  # pylint: disable=g-import-not-at-top
-  return (isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy) or
-          control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
-
-
-class PackedTokens(object):
-  """The real tokens of a padded batch ([batch, seq] `input_mask`) as rows.
-
-  Dense layers, layer norms and dropout treat each token alone, so in
-  training they can run on the real tokens only (`pack`), and only the
-  attention on the padded batch (`unpack_rows`): most of a step's work
-  when batches are mostly padding. A head that reads every position
-  (SQuAD's, whose loss also counts the padding, as the original's did)
-  cannot use it. Packed rows are rounded up to `rows_per_example` times the
-  batch with filler rows (zeros at first), so that the kernels compiled
-  per shape (modeling/fused.py) meet no more shapes than padded batches
-  bring; the fillers never reach a real token.
-  """
-
-  def __init__(self, input_mask, rows_per_example=8):
-    shape = tf.shape(input_mask)
-    self.batch, self.length = shape[0], shape[1]
-    self.positions = self.batch * self.length
-    real = tf.cast(tf.where(tf.reshape(input_mask, [-1]) > 0)[:, 0], tf.int32)
-    count = tf.shape(real)[0]
-    multiple = rows_per_example * self.batch
-    fillers = (count + multiple - 1) // multiple * multiple - count
-    # Row `positions` (one past the last) is a zero row: fillers read it.
-    self.index = tf.concat([real, tf.fill([fillers], self.positions)], 0)[:, tf.newaxis]
-    self._row_of_position = tf.scatter_nd(real[:, tf.newaxis], tf.range(count),
-                                          [self.positions])
-
-  def pack(self, sequence):
-    """[batch, seq, width] -> [rows, width]."""
-    return self.pack_rows(tf.reshape(sequence, [-1, sequence.shape[-1]]))
-
-  def pack_rows(self, flat):
-    """[batch * seq, width] -> [rows, width]."""
-    flat = tf.concat([flat, tf.zeros([1, flat.shape[-1]], flat.dtype)], 0)
-    return tf.gather_nd(flat, self.index)
-
-  def unpack_rows(self, rows):
-    """[rows, width] -> [batch * seq, width], zeros at the padding."""
-    width = rows.shape[-1]
-    return tf.scatter_nd(self.index, rows, [self.positions + 1, width])[:-1]
-
-  def unpack(self, rows):
-    """[rows, width] -> [batch, seq, width], zeros at the padding."""
-    return tf.reshape(self.unpack_rows(rows), [self.batch, self.length, rows.shape[-1]])
-
-  def rows_at(self, positions):
-    """The rows of [batch, k] positions (real tokens), as [batch * k]."""
-    flat = positions + self.length * tf.range(self.batch)[:, tf.newaxis]
-    return tf.gather(self._row_of_position, tf.reshape(flat, [-1]))
 
 
 def gather_positions(sequence, positions):

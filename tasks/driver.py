@@ -96,7 +96,7 @@ class Task(object):
 
   def build_model(self, config, head_initializer="truncated_normal"):
     """The task's model; its new head's weights drawn as `head_initializer`
-    (a name in modeling.layers.INITIALIZERS) says."""
+    (a name in modeling.blocks.layers.INITIALIZERS) says."""
     raise NotImplementedError
 
   def write_records(self, examples, path, split):
@@ -104,8 +104,10 @@ class Task(object):
     back into results needs besides the examples (None: nothing)."""
     raise NotImplementedError
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None,
-                   shuffle_buffer=100):
+  def example_spec(self, is_training):
+    """The plumbing.tf_example.ExampleSpec of the records write_records
+    writes (with `is_training`, of the training split's); the driver reads
+    them."""
     raise NotImplementedError
 
   def training_counts(self, examples, written):
@@ -168,8 +170,9 @@ class _Run(object):
       if split == "dev":
         self._dev = (examples, written, path)
     batch_size = batch_size_of(self.strategy, getattr(s, batch_flag), batch_flag)
-    outputs = task.outputs(self.strategy, self.model, task.read_records(path), examples,
-                           written, batch_size, s.trim_to_multiple)
+    records = tf_example.read_records(path, task.example_spec(is_training=False))
+    outputs = task.outputs(self.strategy, self.model, records, examples, written, batch_size,
+                           s.trim_to_multiple)
     return examples, written, outputs
 
   def dev_results(self):
@@ -187,9 +190,10 @@ class _Run(object):
     del examples, written
 
     def dataset_fn(per_replica_batch, input_context):
-      records = task.read_records(path, is_training=True, seed=s.seed,
-                                  input_context=input_context,
-                                  shuffle_buffer=s.train_shuffle_buffer)
+      records = tf_example.read_records(path, task.example_spec(is_training=True),
+                                        is_training=True, seed=s.seed,
+                                        input_context=input_context,
+                                        shuffle_buffer=s.train_shuffle_buffer)
       return tf_example.batched(records, per_replica_batch, drop_remainder=True,
                                 trim_to_multiple=s.trim_to_multiple,
                                 group_by_length=s.group_by_length,

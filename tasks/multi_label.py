@@ -67,11 +67,8 @@ class MultiLabelTask(ClassificationTask):
     features.file_based_convert_examples_to_features(
         examples, self.labels, self.max_seq_length, self.tokenizer, path, multi_label=True)
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None,
-                   shuffle_buffer=100):
-    return features.read_records(path, self.max_seq_length, is_training=is_training, seed=seed,
-                                 input_context=input_context, shuffle_buffer=shuffle_buffer,
-                                 multi_labels=len(self.labels))
+  def example_spec(self, is_training):
+    return features.example_spec(self.max_seq_length, multi_labels=len(self.labels))
 
   def _chosen(self, logits):
     return sigmoid(logits) >= self.threshold

@@ -11,6 +11,7 @@ import tensorflow as tf
 from conftest import data_file, shared_path
 from data_prep import tokenization
 from plumbing.errors import UserError
+from plumbing import tf_example
 from serving import packing
 from tasks import pair_packing
 from tasks.classification import features as classifier_features
@@ -244,7 +245,8 @@ def test_written_records_hold_each_examples_features(tmp_path, tokenizer):
     path = str(tmp_path / (task + ".tf_record"))
     classifier_features.file_based_convert_examples_to_features(examples, labels, 40,
                                                                 tokenizer, path)
-    decoded = list(classifier_features.read_records(path, 40, labels == [None]).as_numpy_iterator())
+    decoded = list(tf_example.read_records(
+        path, classifier_features.example_spec(40, labels == [None])).as_numpy_iterator())
     expected = [classifier_features.convert_single_example(i, e, labels, 40, tokenizer)
                 for i, e in enumerate(examples)]
     assert len(decoded) == len(expected) == 10
@@ -301,7 +303,7 @@ def test_records_round_trip_with_padding_batches(tmp_path, tokenizer):
   classifier_features.file_based_convert_examples_to_features(
       examples, ["0", "1"], 32, tokenizer, path)
   assert not list(tmp_path.glob("*.tmp-*"))
-  records = classifier_features.read_records(path, 32)
+  records = tf_example.read_records(path, classifier_features.example_spec(32))
   batches = list(inference.padded_batches(records, len(examples), 4))
   assert [b["input_ids"].shape[0] for b in batches] == [4, 4, 4]
   is_real = np.concatenate([b["is_real_example"].numpy() for b in batches])

@@ -10,6 +10,7 @@ import pytest
 from conftest import data_file, shared_path
 from data_prep import tokenization
 from plumbing.errors import UserError
+from plumbing import tf_example
 from tasks.squad import evaluate as squad_evaluate
 from tasks.squad import examples as squad_examples
 from tasks.squad import features as squad_features
@@ -475,7 +476,7 @@ def test_records_read_back_as_int32_feature_dicts(tokenizer, tmp_path):
     features = _features(examples, tokenizer, LENGTHS["edge"], True)
     for f in features:
       writer.process_feature(f)
-  read = list(squad_features.read_features(path, 64, is_training=False))
+  read = list(tf_example.read_records(path, squad_features.reading_spec(64, False)))
   assert len(features) > 3 and len(read) == len(features)
   for f, got in zip(features, read):
     assert int(got["unique_ids"]) == f.unique_id
@@ -484,8 +485,9 @@ def test_records_read_back_as_int32_feature_dicts(tokenizer, tmp_path):
     assert got["segment_ids"].numpy().tolist() == f.segment_ids
     assert got["segment_ids"].dtype.name == "int32"
   # Training reads them repeated, shuffled, with the answer positions.
-  training = list(squad_features.read_features(path, 64, is_training=True, seed=1).take(
-      3 * len(features) + 200))
+  training = list(tf_example.read_records(
+      path, squad_features.reading_spec(64, True), is_training=True, seed=1).take(
+          3 * len(features) + 200))
   assert set(training[0]) == {"unique_ids", "input_ids", "input_mask", "segment_ids",
                               "start_positions", "end_positions"}
   by_id = {f.unique_id: f for f in features}

@@ -6,6 +6,7 @@ import pytest
 from conftest import data_file
 from data_prep import tokenization
 from plumbing.errors import UserError
+from plumbing import tf_example
 from tasks import swag
 from tasks import pair_packing
 
@@ -91,7 +92,7 @@ def test_records_round_trip(tmp_path, tokenizer):
       _write(tmp_path / "train.csv", [HEADER] + ROWS), True)
   path = str(tmp_path / "train.tf_record")
   swag.write_records(examples, tokenizer, 12, path)
-  records = list(swag.read_records(path, 12).as_numpy_iterator())
+  records = list(tf_example.read_records(path, swag.example_spec(12)).as_numpy_iterator())
   assert len(records) == 2
   for record, example in zip(records, examples):
     assert record["input_ids"].shape == (4, 12)

@@ -193,12 +193,3 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
         ints[:, spec.int_columns["label_ids"]] = labels
       ints[:, spec.int_columns["is_real_example"]] = real[:, None]
       writer.write_batch(*spec.encode_batch(ints, floats))
-
-
-def read_records(input_file, seq_length, is_regression=False, is_training=False, seed=0,
-                 input_context=None, windows=None, shuffle_buffer=100, multi_labels=None):
-  """Feature dicts (int32 ids) of a file the writers above made; training reads
-  them repeated and shuffled (plumbing.tf_example.read_records)."""
-  spec = example_spec(seq_length, is_regression, windows, multi_labels)
-  return tf_example.read_records(input_file, spec, is_training=is_training, seed=seed,
-                                 input_context=input_context, shuffle_buffer=shuffle_buffer)

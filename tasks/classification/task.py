@@ -58,13 +58,9 @@ class ClassificationTask(driver.Task):
                                                        self.max_seq_length, self.tokenizer,
                                                        path)
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None,
-                   shuffle_buffer=100):
-    return features.read_records(path, self.max_seq_length, self.processor.is_regression,
-                                 is_training=is_training, seed=seed,
-                                 input_context=input_context,
-                                 windows=self.windows.max_windows if self.windows else None,
-                                 shuffle_buffer=shuffle_buffer)
+  def example_spec(self, is_training):
+    return features.example_spec(self.max_seq_length, self.processor.is_regression,
+                                 windows=self.windows.max_windows if self.windows else None)
 
   def outputs(self, strategy, model, records, examples, written, batch_size,
               trim_to_multiple):

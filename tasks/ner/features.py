@@ -106,13 +106,6 @@ def write_records(sentences, windows, label_list, max_seq_length, path):
   logging.info("Wrote %d windows of %d sentences to %s", len(windows), len(sentences), path)
 
 
-def read_records(path, max_seq_length, is_training=False, seed=0, input_context=None,
-                 shuffle_buffer=100):
-  return tf_example.read_records(path, example_spec(max_seq_length), is_training=is_training,
-                                 seed=seed, input_context=input_context,
-                                 shuffle_buffer=shuffle_buffer)
-
-
 def word_predictions(sentences, windows, logits):
   """Per sentence, per word, (label index, probability), from the windows'
   logits [windows, seq, labels] at their labelled positions."""

@@ -125,11 +125,8 @@ class NerTask(driver.Task):
   def training_counts(self, sentences, windows):
     return [("Num sentences", len(sentences)), ("Num windows", len(windows))]
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None,
-                   shuffle_buffer=100):
-    return features.read_records(path, self.max_seq_length, is_training=is_training,
-                                 seed=seed, input_context=input_context,
-                                 shuffle_buffer=shuffle_buffer)
+  def example_spec(self, is_training):
+    return features.example_spec(self.max_seq_length)
 
   def outputs(self, strategy, model, records, sentences, windows, batch_size,
               trim_to_multiple):
@@ -203,7 +200,9 @@ class NerTask(driver.Task):
     sentences, spans = raw_text.sentences_of(texts, source, self.raw_text_split)
     records = os.path.join(self.output_dir, TEXT_RECORDS)
     windows = self.write_records(sentences, records, "predict_text")
-    logits = self.outputs(strategy, model, self.read_records(records), sentences, windows,
+    logits = self.outputs(strategy, model,
+                          tf_example.read_records(records, self.example_spec(False)),
+                          sentences, windows,
                           batch_size, trim_to_multiple) if windows else []  # No word at all.
     predictions = features.word_predictions(sentences, windows, logits)
     path = os.path.join(self.output_dir, ENTITIES_FILE)

@@ -159,14 +159,11 @@ class PairsTask(driver.Task):
           floats[:, spec.float_columns["score"]] = np.reshape([e.score for e in chunk], (-1, 1))
         writer.write_batch(*spec.encode_batch(ints, floats))
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None,
-                   shuffle_buffer=100):
+  def example_spec(self, is_training):
     """Training records hold the training file's texts per row, the others
     a scored pair."""
-    spec = example_spec(self.train_texts if is_training else 2, self.settings.max_seq_length,
+    return example_spec(self.train_texts if is_training else 2, self.settings.max_seq_length,
                         scored=not is_training)
-    return tf_example.read_records(path, spec, is_training=is_training, seed=seed,
-                                   input_context=input_context, shuffle_buffer=shuffle_buffer)
 
   def outputs(self, strategy, model, records, examples, written, batch_size,
               trim_to_multiple):

@@ -4,8 +4,8 @@
 `run_squad.py`'s names and results: the same windows (`doc_stride`), maps
 back to the words (`token_to_orig_map`, `token_is_max_context`), answer
 positions and unique ids. `FeatureWriter` writes them as the original's
-records, in the canonical (sorted-map) serialisation; `read_features` reads
-them back for tf.data.
+records, in the canonical (sorted-map) serialisation; `reading_spec` is what
+training and prediction read back.
 
 Faster, same output: each document is tokenized once (not once per question)
 by the tokenizer's compiled bulk path, its windows and every token's "max
@@ -294,20 +294,10 @@ class FeatureWriter(object):
       self.abort()
 
 
-def _reading_spec(seq_length, is_training):
-  """The features the original's input_fn parsed (not is_impossible)."""
+def reading_spec(seq_length, is_training):
+  """The features the original's input_fn parsed (not is_impossible):
+  training reads them repeated and shuffled in a buffer of 100 (seeded, so
+  a resumed run sees the same batches), prediction once, in order
+  (plumbing.tf_example.read_records)."""
   return tf_example.ExampleSpec(
       [f for f in example_spec(seq_length, is_training).features if f.name != "is_impossible"])
-
-
-def read_features(input_file, seq_length, is_training, seed=0, input_context=None,
-                  shuffle_buffer=100):
-  """Feature dicts (int32) from a FeatureWriter file.
-
-  As the original's input_fn: training repeats the records and shuffles them
-  in a buffer of 100 (seeded here, so a resumed run sees the same batches);
-  prediction reads them once, in order.
-  """
-  return tf_example.read_records(input_file, _reading_spec(seq_length, is_training),
-                                   is_training=is_training, seed=seed,
-                                   input_context=input_context, shuffle_buffer=shuffle_buffer)

@@ -83,12 +83,8 @@ class SquadTask(driver.Task):
   def training_counts(self, examples, written):
     return [("Num orig examples", len(examples)), ("Num split examples", written)]
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None,
-                   shuffle_buffer=100):
-    return squad_features.read_features(path, self.settings.max_seq_length,
-                                        is_training=is_training, seed=seed,
-                                        input_context=input_context,
-                                        shuffle_buffer=shuffle_buffer)
+  def example_spec(self, is_training):
+    return squad_features.reading_spec(self.settings.max_seq_length, is_training)
 
   def outputs(self, strategy, model, records, examples, written, batch_size,
               trim_to_multiple):

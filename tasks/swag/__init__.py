@@ -119,14 +119,6 @@ def write_records(examples, tokenizer, max_seq_length, output_file):
       writer.write_batch(*spec.encode_batch(ints, floats))
 
 
-def read_records(input_file, seq_length, is_training=False, seed=0, input_context=None,
-                 shuffle_buffer=100):
-  """Feature dicts of `write_records`' file, ids as int32 [4, seq_length]."""
-  return tf_example.read_records(input_file, example_spec(seq_length), is_training=is_training,
-                               seed=seed, input_context=input_context,
-                               shuffle_buffer=shuffle_buffer)
-
-
 def write_predictions(path, examples, probabilities):
   """`id`, the predicted ending's index and the four probabilities, one
   example a line after a header, tab-separated; written atomically."""

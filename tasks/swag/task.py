@@ -35,10 +35,8 @@ class SwagTask(driver.Task):
   def write_records(self, examples, path, split):
     swag.write_records(examples, self.tokenizer, self.max_seq_length, path)
 
-  def read_records(self, path, is_training=False, seed=0, input_context=None,
-                   shuffle_buffer=100):
-    return swag.read_records(path, self.max_seq_length, is_training=is_training, seed=seed,
-                             input_context=input_context, shuffle_buffer=shuffle_buffer)
+  def example_spec(self, is_training):
+    return swag.example_spec(self.max_seq_length)
 
   def outputs(self, strategy, model, records, examples, written, batch_size,
               trim_to_multiple):

@@ -26,7 +26,6 @@ from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its do
 import modeling
 from plumbing import cli
 from plumbing.errors import UserError
-from plumbing import files
 import run_flags
 from tasks import driver
 from tasks.classification import glue
@@ -128,8 +127,6 @@ def main(_):
   recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   processor = _processor()  # Then a mistake in a data file shows before any work.
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, recorded=recorded)
-  if not processor.is_regression:
-    files.write_labels(FLAGS.output_dir, processor.get_labels())
   task = classification.ClassificationTask(
       processor, FLAGS.data_dir, tokenizer, FLAGS.max_seq_length,
       run_flags.export_settings(FLAGS, tokenizer),
@@ -137,6 +134,7 @@ def main(_):
                if FLAGS.window_stride else None),
       window_pooling=FLAGS.window_pooling,
       gather_windows=not (FLAGS.use_xla or run_flags.on_tpu(FLAGS)))
+  task.write_run_records(FLAGS.output_dir)
   driver.run(task, run_flags.driver_settings(FLAGS, recorded=recorded), strategy, config)
 
 

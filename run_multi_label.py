@@ -23,9 +23,7 @@ from absl import flags
 from absl import logging
 
 from plumbing import startup  # noqa: F401  (first: loads TensorFlow, see its docstring)
-from modeling import heads
 from plumbing import cli
-from plumbing import files
 import run_flags
 from tasks import driver
 from tasks import multi_label
@@ -64,10 +62,9 @@ def main(_):
   recorded = run_flags.check_run_settings(FLAGS, SETTINGS)
   processor = run_flags.user_files_processor(FLAGS, separator=FLAGS.label_separator)
   strategy, config, tokenizer = run_flags.set_up_fine_tuning(FLAGS, recorded=recorded)
-  files.write_labels(FLAGS.output_dir, processor.get_labels())
-  files.write_problem(FLAGS.output_dir, heads.MULTI_LABEL)
   task = multi_label.MultiLabelTask(processor, tokenizer, FLAGS.max_seq_length,
                                     run_flags.export_settings(FLAGS, tokenizer), FLAGS.threshold)
+  task.write_run_records(FLAGS.output_dir)
   driver.run(task, run_flags.driver_settings(FLAGS, recorded=recorded), strategy, config)
 
 

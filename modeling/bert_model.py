@@ -290,13 +290,13 @@ class BertWithHeads(_Model):
     return names
 
   def positions_read(self, inputs):
-    """The sequence positions the heads read besides the first, [batch, k];
-    None when a head reads them all."""
-    reads = {head.reads for head in self.heads}
-    if "sequence" in reads:
+    """The sequence positions the heads read besides the first, [batch, k]
+    (a head's `positions_feature`); None when a head reads them all."""
+    if any(head.reads == "sequence" for head in self.heads):
       return None
-    if "positions" in reads and "masked_lm_positions" in inputs:
-      return inputs["masked_lm_positions"]
+    for head in self.heads:
+      if head.reads == "positions" and head.positions_feature in inputs:
+        return inputs[head.positions_feature]
     return tf.zeros([tf.shape(inputs["input_ids"])[0], 0], tf.int32)
 
   def call(self, inputs, training=False):
@@ -304,8 +304,8 @@ class BertWithHeads(_Model):
 
     The last encoder layer runs only at the positions the heads read, so
     `sequence_output` (and the last of `encoder_outputs`) holds the vectors
-    at `masked_lm_positions` (none for classification); every position's
-    output is `model.bert(inputs)`.
+    at those positions (`masked_lm_positions`; none for classification);
+    every position's output is `model.bert(inputs)`.
     """
     encoded = dict(self.bert(inputs, training=training,
                              output_positions=self.positions_read(inputs),
@@ -483,7 +483,7 @@ class BertMultipleChoice(BertWithHeads):
                  for name in ("input_ids", "input_mask", "segment_ids")}
     outputs = super().call(sequences, training=training)
     logits = tf.reshape(outputs["logits"], [-1, self.num_choices])
-    outputs.update(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1))
+    outputs.update(logits=logits, probabilities=heads.probabilities(heads.SINGLE_LABEL, logits))
     return self.with_losses(outputs, inputs)
 
 

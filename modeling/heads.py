@@ -9,12 +9,14 @@ A head declares:
   part            its attribute in a task model, so its place in our
                   object-based checkpoints (`model/<part>/...`);
   reads           "pooled" (the first token's pooled vector), "positions"
-                  (the vectors at `masked_lm_positions`) or "sequence" (every
-                  position);
+                  (the vectors at the positions its `positions_feature`
+                  lists) or "sequence" (every position);
   original_prefix its variables' prefix in the original's checkpoints;
   hf_prefix,      its tensors' prefix in a Hugging Face directory, with
   hf_suffixes     {original suffix: (Hugging Face suffix, transposed)};
-  hf_classes      the transformers classes that hold it;
+  hf_classes      the transformers classes that hold it, and
+  hf_labelled_classes those of them whose outputs are the task's labels
+                  (config.json's id2label, hf_label_entries());
   needs_pooler    whether those classes keep the pooler for it;
   packable        whether the encoder may skip padded tokens in training
                   (the span loss reads every position, as the original's);
@@ -22,7 +24,11 @@ A head declares:
                   model has several (pre-training);
   sized           whether its output count is the task's (read back from a
                   checkpoint's output_weights), else `fixed_outputs`;
-  outputs()       its entries in the model's outputs;
+  made()          the head a checkpoint holds, its new weights drawn as a
+                  given initializer says;
+  outputs()       its entries in the model's outputs (a classifier's
+                  `problem` says what they mean, and probabilities() what a
+                  user reads of them);
   label           the feature holding its labels (no loss without it);
   loss_terms()    per-example losses, and loss_weights() their weights,
                   from the labels alone: the loss of a batch is
@@ -46,15 +52,34 @@ MULTI_LABEL = "multi_label_classification"
 REGRESSION = "regression"
 
 
+def default_problem(num_labels):
+  """The problem of a classifier not told one, as transformers infers it: a
+  number for one output, else one label of many."""
+  return REGRESSION if num_labels == 1 else SINGLE_LABEL
+
+
+def probabilities(problem, logits):
+  """What a user reads of a classifier's logits (a tensor, or float32 or
+  float64 numbers, whose dtype it keeps): a softmax over the labels, a
+  sigmoid per label for MULTI_LABEL, None for REGRESSION (the logits are
+  the number)."""
+  if problem == REGRESSION:
+    return None
+  logits = tf.convert_to_tensor(logits)
+  return tf.sigmoid(logits) if problem == MULTI_LABEL else tf.nn.softmax(logits, axis=-1)
+
+
 class Head(layers.Layer):
   """What every head shares: its declaration's defaults and its names."""
 
   part = None
   reads = "pooled"
+  positions_feature = None
   original_prefix = ""
   hf_prefix = ""
   hf_suffixes = {"output_weights": ("weight", False), "output_bias": ("bias", False)}
   hf_classes = ()
+  hf_labelled_classes = ()
   needs_pooler = True
   packable = True
   loss_prefix = ""
@@ -72,6 +97,21 @@ class Head(layers.Layer):
     if "config" in config:
       config["config"] = config_lib.BertConfig.from_dict(config["config"])
     return cls(**config)
+
+  @classmethod
+  def made(cls, config, outputs, initializer="truncated_normal"):
+    """The head of a checkpoint's `outputs` (in_checkpoint's value: True, or
+    a sized head's output count), new weights drawn as `initializer` says."""
+    if cls.sized:
+      return cls(config, outputs, initializer=initializer)
+    return cls(config, initializer=initializer)
+
+  @classmethod
+  def hf_label_entries(cls, label_names, problem=None):
+    """What it adds to a Hugging Face config.json where a class of
+    hf_labelled_classes holds it: the names of its outputs."""
+    return {"id2label": {str(i): name for i, name in enumerate(label_names)},
+            "label2id": {name: i for i, name in enumerate(label_names)}}
 
   def original_names(self):
     """{original checkpoint name: variable}."""
@@ -103,6 +143,7 @@ class MaskedLMHead(Head):
 
   part = "masked_lm"
   reads = "positions"
+  positions_feature = "masked_lm_positions"
   original_prefix = "cls/predictions/"
   hf_prefix = "cls.predictions"
   hf_suffixes = {"transform/dense/kernel": ("transform.dense.weight", True),
@@ -128,6 +169,12 @@ class MaskedLMHead(Head):
                                        initializer="zeros")
 
   @classmethod
+  def made(cls, config, outputs, initializer="truncated_normal"):
+    """Drawn as the original's pre-training head, whatever a fine-tuning
+    head's initializer."""
+    return cls(config)
+
+  @classmethod
   def shapes(cls, hidden, vocab, num_outputs=None):
     return {"transform/dense/kernel": (hidden, hidden), "transform/dense/bias": (hidden,),
             "transform/LayerNorm/gamma": (hidden,), "transform/LayerNorm/beta": (hidden,),
@@ -147,7 +194,7 @@ class MaskedLMHead(Head):
     return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
 
   def outputs(self, encoded, inputs, encoder, training):
-    if "masked_lm_positions" not in inputs:
+    if self.positions_feature not in inputs:
       return {}
     logits = self(encoded["sequence_output"], encoder.embedding_table)
     # Log-probabilities are for users; losses read the logits, and a
@@ -236,6 +283,7 @@ class ClassificationHead(_OutputWeights):
   part = "classifier"
   hf_prefix = "classifier"
   hf_classes = ("BertForSequenceClassification", "BertForMultipleChoice")
+  hf_labelled_classes = ("BertForSequenceClassification",)
   sized = True
   label = "label_ids"
 
@@ -244,7 +292,7 @@ class ClassificationHead(_OutputWeights):
     kwargs.setdefault("name", "classifier")
     super().__init__(config, num_labels, initializer=initializer, **kwargs)
     self.dropout = layers.Dropout(dropout_rate)
-    self.problem = problem or (REGRESSION if num_labels == 1 else SINGLE_LABEL)
+    self.problem = problem or default_problem(num_labels)
 
   def get_config(self):
     return dict(super().get_config(), num_labels=self.num_outputs,
@@ -259,9 +307,17 @@ class ClassificationHead(_OutputWeights):
 
   def probabilities(self, logits):
     """What a user reads of the logits: None for regression."""
-    if self.problem == MULTI_LABEL:
-      return tf.sigmoid(logits)
-    return tf.nn.softmax(logits, axis=-1) if self.problem == SINGLE_LABEL else None
+    return probabilities(self.problem, logits)
+
+  @classmethod
+  def hf_label_entries(cls, label_names, problem=None):
+    """The labels' names, and the problem unless it is one label of many
+    (transformers' default for several outputs)."""
+    entries = super().hf_label_entries(label_names)
+    problem = problem or default_problem(len(label_names))
+    if problem != SINGLE_LABEL:
+      entries["problem_type"] = problem
+    return entries
 
   def loss_terms(self, outputs, features):
     logits, labels = outputs["logits"], features["label_ids"]
@@ -322,6 +378,7 @@ class TokenClassificationHead(_OutputWeights):
   original_prefix = "cls/token_classification/"
   hf_prefix = "classifier"
   hf_classes = ("BertForTokenClassification",)
+  hf_labelled_classes = ("BertForTokenClassification",)
   needs_pooler = False
   sized = True
   label = "tag_ids"
@@ -341,6 +398,11 @@ class TokenClassificationHead(_OutputWeights):
 
   def outputs(self, encoded, inputs, encoder, training):
     return {"token_logits": self(encoded["sequence_output"], training=training)}
+
+  @staticmethod
+  def probabilities(logits):
+    """Each token's probability of each label."""
+    return probabilities(SINGLE_LABEL, logits)
 
   @staticmethod
   def loss_terms(outputs, features):
@@ -443,18 +505,8 @@ def build(config, parts, initializer="truncated_normal"):
   """The heads named in `parts` ({part: True, or the output count of a sized
   head}, as in_checkpoint finds them); `initializer` draws the fine-tuning
   heads' weights."""
-  made = []
-  for head in HEADS:
-    value = parts.get(head.part)
-    if not value:
-      continue
-    if head is MaskedLMHead:
-      made.append(head(config))
-    elif head.sized:
-      made.append(head(config, value, initializer=initializer))
-    else:
-      made.append(head(config, initializer=initializer))
-  return made
+  return [head.made(config, parts[head.part], initializer)
+          for head in HEADS if parts.get(head.part)]
 
 
 def in_checkpoint(names_to_shapes):

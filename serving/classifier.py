@@ -8,6 +8,8 @@ Signatures:
     tasks; an empty `text_b` means a single sentence), `probabilities` and
     `label` out (`score` for regression). Tokenization, truncation and
     packing run inside the graph and give exactly the original's features.
+    What the logits mean is the classifier head's `problem`
+    (modeling/heads.py), and its probabilities() what is returned.
   * `serve_features`: `input_ids`, `input_mask`, `segment_ids` in, the same
     outputs.
   * `tokenize`: the text inputs in, the three feature tensors
@@ -25,6 +27,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from modeling import heads
 from plumbing import tf_example
 from serving import export
 from serving import packing
@@ -38,15 +41,18 @@ class MultiLabel(object):
 
 
 class ClassifierServer(export.Server):
-  """What the SavedModel holds: the model, the tokenizer and the labels."""
+  """What the SavedModel holds: the model, the tokenizer and the labels;
+  `multi_label` (a MultiLabel) says how a multi-label head's labels are
+  chosen and joined."""
 
-  def __init__(self, model, tokenizer, max_seq_length, label_list, is_regression=False,
-               limits=None, windows=None, multi_label=None):
+  def __init__(self, model, tokenizer, max_seq_length, label_list, limits=None, windows=None,
+               multi_label=None):
     super().__init__(model, tokenizer, name="classifier_server", limits=limits)
     self.max_seq_length = max_seq_length
-    object.__setattr__(self, "windows", windows)  # Plain values, not saved state.
-    object.__setattr__(self, "multi_label", multi_label)
-    self.is_regression = is_regression
+    # Plain values, not saved state.
+    object.__setattr__(self, "windows", windows)
+    object.__setattr__(self, "multi_label", multi_label or MultiLabel())
+    object.__setattr__(self, "head", model.classifier)
     self.labels = tf.constant([str(l) for l in label_list])
 
   def features(self, text_a, text_b=None):
@@ -69,16 +75,15 @@ class ClassifierServer(export.Server):
     """The model run at the longest row's length, not max_seq_length."""
     features = tf_example.trim_padding(features, 1)
     logits = tf.cast(export.run_model(self.model, features)["logits"], tf.float32)
-    if self.is_regression:
+    probabilities = self.head.probabilities(logits)
+    if probabilities is None:
       return {"score": tf.reshape(logits, [-1])}
-    if self.multi_label:
-      probabilities = tf.sigmoid(logits)
+    if self.head.problem == heads.MULTI_LABEL:
       chosen = tf.ragged.boolean_mask(tf.broadcast_to(self.labels, tf.shape(probabilities)),
                                       probabilities >= self.multi_label.threshold)
       return {"probabilities": probabilities,
               "labels": tf.strings.reduce_join(chosen, axis=-1,
                                                separator=self.multi_label.separator)}
-    probabilities = tf.nn.softmax(logits, axis=-1)
     return {"probabilities": probabilities,
             "label": tf.gather(self.labels, tf.argmax(probabilities, axis=-1))}
 
@@ -111,14 +116,13 @@ def classifier_signatures(server, sentence_pair=True):
 
 
 def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                      label_list, is_regression=False, sentence_pair=True,
-                      precision="float32", limits=None, windows=None, multi_label=None):
+                      label_list, sentence_pair=True, precision="float32", limits=None,
+                      windows=None, multi_label=None):
   """Writes the classifier's SavedModel (see the module docstring; `precision`:
   export.in_precision; `limits`: export.RequestLimits; `windows`: the
   WindowSettings a modeling.BertWindowClassifier was trained with); returns
   export_dir."""
   model = export.in_precision(model, precision)
   server = ClassifierServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
-                            max_seq_length, label_list, is_regression, limits, windows,
-                            multi_label)
+                            max_seq_length, label_list, limits, windows, multi_label)
   return export.save(server, export_dir, classifier_signatures(server, sentence_pair))

@@ -108,9 +108,8 @@ class TaggerServer(export.Server):
         self.tokenizer, text, self.max_seq_length, self.doc_stride, self.word_split)
     # The model runs at the longest window's length, not max_seq_length.
     width = tf_example.trimmed_length(features["input_mask"], 1)
-    probabilities = tf.nn.softmax(self.logits(
-        {name: features[name][:, :width] for name in export.FEATURE_NAMES})["token_logits"],
-                                  axis=-1)
+    probabilities = self.model.token_classifier.probabilities(self.logits(
+        {name: features[name][:, :width] for name in export.FEATURE_NAMES})["token_logits"])
     # Each word's label and probability, from the one position that labels it.
     word_at = features["word"][:, :width]
     labelled = word_at >= 0

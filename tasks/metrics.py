@@ -13,11 +13,14 @@ Spearman correlation (STS-B, and scored sentence pairs).
 
 import numpy as np
 
+from modeling import heads
 
-def softmax(logits):
-  """Class probabilities by TensorFlow's float32 softmax, the original's op."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.nn.softmax(tf.constant(logits, tf.float32), axis=-1).numpy()
+
+def probabilities(problem, logits, dtype=np.float32):
+  """The classifier head's probabilities (modeling.heads.probabilities) of
+  numpy logits, computed in `dtype` (float32: TensorFlow's softmax, the
+  original's op), as numpy."""
+  return heads.probabilities(problem, np.asarray(logits, dtype)).numpy()
 
 
 def batch_mean_loss(per_example_loss, is_real, batch_size):

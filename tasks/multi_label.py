@@ -18,7 +18,6 @@ import os
 
 import numpy as np
 
-import modeling
 from modeling import heads
 from plumbing import files
 from tasks import metrics
@@ -45,33 +44,24 @@ def scores(gold, predicted):
           "exact_match": float((gold == predicted).all(axis=1).mean())}
 
 
-def sigmoid(logits):
-  return 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
-
-
 class MultiLabelTask(ClassificationTask):
   """`processor`: a user_files.UserFilesProcessor with a label separator;
-  `threshold`: the probability from which a label is chosen."""
+  `threshold`: the probability from which a label is chosen. Its model,
+  records and export are classification's, of the heads.MULTI_LABEL
+  problem."""
 
   best_metric = "eval_micro_f1"
 
   def __init__(self, processor, tokenizer, max_seq_length, export, threshold=0.5):
     super().__init__(processor, None, tokenizer, max_seq_length, export)
+    self.problem = heads.MULTI_LABEL
     self.threshold = threshold
 
-  def build_model(self, config, head_initializer="truncated_normal"):
-    return modeling.BertClassifier(config, len(self.labels), head_initializer=head_initializer,
-                                   problem=heads.MULTI_LABEL)
-
-  def write_records(self, examples, path, split):
-    features.file_based_convert_examples_to_features(
-        examples, self.labels, self.max_seq_length, self.tokenizer, path, multi_label=True)
-
-  def example_spec(self, is_training):
-    return features.example_spec(self.max_seq_length, multi_labels=len(self.labels))
+  def _probabilities(self, logits):
+    return metrics.probabilities(self.problem, logits, np.float64)
 
   def _chosen(self, logits):
-    return sigmoid(logits) >= self.threshold
+    return self._probabilities(logits) >= self.threshold
 
   def results(self, examples, written, model_outputs, batch_size):
     logits, per_example_loss, is_real = model_outputs
@@ -87,7 +77,8 @@ class MultiLabelTask(ClassificationTask):
   def write_predictions(self, examples, written, model_outputs, output_dir):
     logits, _, is_real = model_outputs
     logits = logits[is_real > 0]
-    outputs.write_test_results(os.path.join(output_dir, "test_results.tsv"), sigmoid(logits))
+    outputs.write_test_results(os.path.join(output_dir, "test_results.tsv"),
+                               self._probabilities(logits))
     with files.atomic_output(os.path.join(output_dir, "test_predictions.tsv")) as writer:
       writer.write("index\tlabels\n")
       for i, (example, chosen) in enumerate(zip(examples, self._chosen(logits))):

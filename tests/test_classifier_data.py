@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from conftest import data_file, shared_path
 from data_prep import tokenization
+from modeling import heads
 from plumbing.errors import UserError
 from plumbing import tf_example
 from serving import packing
@@ -245,8 +246,9 @@ def test_written_records_hold_each_examples_features(tmp_path, tokenizer):
     path = str(tmp_path / (task + ".tf_record"))
     classifier_features.file_based_convert_examples_to_features(examples, labels, 40,
                                                                 tokenizer, path)
+    problem = heads.REGRESSION if task == "STS-B" else heads.SINGLE_LABEL
     decoded = list(tf_example.read_records(
-        path, classifier_features.example_spec(40, labels == [None])).as_numpy_iterator())
+        path, classifier_features.example_spec(40, problem)).as_numpy_iterator())
     expected = [classifier_features.convert_single_example(i, e, labels, 40, tokenizer)
                 for i, e in enumerate(examples)]
     assert len(decoded) == len(expected) == 10

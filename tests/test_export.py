@@ -169,7 +169,7 @@ def test_single_sentence_export_takes_text_a_only(tmp_path):
   model = modeling.BertClassifier(config, num_labels=1)  # A regressor, as STS-B.
   export_dir = serving_classifier.export_classifier(
       model, str(tmp_path / "single"), data_file(UNCASED), True, 16, [None],
-      is_regression=True, sentence_pair=False)
+      sentence_pair=False)
   loaded = tf.saved_model.load(export_dir)
   serve = loaded.signatures["serving_default"]
   assert set(serve.structured_input_signature[1]) == {"text_a"}

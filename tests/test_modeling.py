@@ -488,3 +488,44 @@ def test_a_task_model_puts_its_heads_on_the_encoder_it_is_given():
   modeling.load_original_checkpoint(classifier, _ckpt(), log=False)
   _close(span(inputs)["start_logits"], _reference()["squad_start_logits"])
   _close(classifier(inputs)["logits"], _reference()["classifier_logits"])
+
+
+def test_a_head_reads_the_positions_its_declaration_names():
+  """The model runs its last layer at the positions the head's
+  `positions_feature` lists, and the head reads them there: the original's
+  masked-LM outputs, the positions given under another name."""
+
+  class AtOtherPositions(heads_lib.MaskedLMHead):
+    positions_feature = "probe_positions"
+
+  config = _config()
+  model = modeling.BertWithHeads(modeling.BertModel(config), [AtOtherPositions(config)])
+  modeling.load_original_checkpoint(model, _ckpt(), log=False)
+  inputs = _inputs()
+  features = {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  out = model(dict(features, probe_positions=inputs["masked_lm_positions"]), training=False)
+  _close(out["masked_lm_log_probs"], _reference()["mlm_log_probs"])
+  at_masked = np.take_along_axis(_reference()["sequence_output"],
+                                 inputs["masked_lm_positions"][:, :, None], axis=1)
+  _close(out["sequence_output"], at_masked)
+  # Without the feature the head has nothing to read, and no output.
+  assert "masked_lm_log_probs" not in model(features, training=False)
+
+
+def test_classifier_probabilities_are_the_heads_declaration():
+  """One definition of what a user reads of a classifier's logits:
+  softmax, a sigmoid per label, none for a score, in the logits' dtype."""
+  logits = np.array([[2.0, -1.0, 0.5], [0.0, 3.0, -2.0]])
+  softmax = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+  np.testing.assert_allclose(heads_lib.probabilities(heads_lib.SINGLE_LABEL, logits), softmax,
+                             rtol=1e-12)
+  sigmoid = heads_lib.probabilities(heads_lib.MULTI_LABEL, logits)
+  assert sigmoid.dtype == tf.float64
+  np.testing.assert_allclose(sigmoid.numpy(), 1.0 / (1.0 + np.exp(-logits)), rtol=1e-14)
+  assert heads_lib.probabilities(heads_lib.REGRESSION, logits) is None
+  assert heads_lib.default_problem(1) == heads_lib.REGRESSION
+  assert heads_lib.default_problem(3) == heads_lib.SINGLE_LABEL
+  model = modeling.BertClassifier(_config(), 3, problem=heads_lib.MULTI_LABEL)
+  out = model({k: _inputs()[k] for k in ("input_ids", "input_mask", "segment_ids")})
+  np.testing.assert_allclose(out["probabilities"], 1.0 / (1.0 + np.exp(-out["logits"].numpy())),
+                             rtol=1e-6)

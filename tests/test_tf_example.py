@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from data_prep.pretraining import records as pretraining_records
+from modeling import heads
 from plumbing import tf_example
 from tasks import swag
 from tasks.classification import features as classifier_features
@@ -17,7 +18,7 @@ from tasks.squad import features as squad_features
 SPECS = {
     "pretraining": pretraining_records.example_spec(16, 4),
     "classifier": classifier_features.example_spec(12),
-    "regression": classifier_features.example_spec(12, is_regression=True),
+    "regression": classifier_features.example_spec(12, heads.REGRESSION),
     "swag": swag.example_spec(6),
     "squad_train": squad_features.example_spec(10, is_training=True),
     "squad_predict": squad_features.example_spec(10, is_training=False),

@@ -50,6 +50,8 @@ def _architectures():
 
 
 ARCHITECTURES = _architectures()
+# The classes whose outputs are the task's labels, by the head that makes them.
+LABELLED = {name: head for head in heads_lib.HEADS for name in head.hf_labelled_classes}
 # The classes transformers builds without the pooler: none of their heads reads it.
 WITHOUT_POOLER = tuple(name for name, parts in ARCHITECTURES.items()
                        if parts and not any(heads_lib.BY_PART[p].needs_pooler for p in parts))
@@ -352,17 +354,12 @@ def hf_config(config, architecture, num_outputs=None, label_names=None, problem=
   hf.update(hidden_act=ACTIVATIONS_TO_HF[config.get("hidden_act", "gelu").lower()],
             layer_norm_eps=1e-12, pad_token_id=0, position_embedding_type="absolute",
             tie_word_embeddings=True, dtype="float32")
-  if architecture in ("BertForSequenceClassification", "BertForTokenClassification"):
+  if architecture in LABELLED:
     if label_names and len(label_names) != num_outputs:
       raise UserError("%d label names (--label_names, or the run's labels.txt) for a "
                       "classifier of %d outputs." % (len(label_names), num_outputs))
     names = label_names or ["LABEL_%d" % i for i in range(num_outputs)]
-    hf["id2label"] = {str(i): name for i, name in enumerate(names)}
-    hf["label2id"] = {name: i for i, name in enumerate(names)}
-    if architecture == "BertForSequenceClassification":
-      problem = problem or (heads_lib.REGRESSION if num_outputs == 1 else None)
-      if problem:
-        hf["problem_type"] = problem
+    hf.update(LABELLED[architecture].hf_label_entries(names, problem))
   return hf
 
 

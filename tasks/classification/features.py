@@ -11,6 +11,7 @@ at a time for convert_single_example, a few thousand at once for the records.
 from absl import logging
 import numpy as np
 
+from modeling import heads
 from plumbing.errors import UserError
 from plumbing import tf_example
 from plumbing import tfrecord
@@ -56,6 +57,13 @@ class InputFeatures(object):
 
 
 
+def problem_of(label_list):
+  """The problem (modeling/heads.py) a task of `label_list` poses, as the
+  processors say it: a score for [None] (STS-B, a user's numeric labels),
+  else one label of many. A multi-label task says so itself."""
+  return heads.REGRESSION if label_list == [None] else heads.SINGLE_LABEL
+
+
 def label_map_of(label_list):
   return {label: i for i, label in enumerate(label_list)}
 
@@ -92,7 +100,7 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
   Segment ids are 0 up to the first [SEP] and 1 for B and its [SEP].
   A regression task (label_list [None]) keeps its float label.
   """
-  is_regression = label_list == [None]
+  is_regression = problem_of(label_list) == heads.REGRESSION
   if isinstance(example, PaddingInputExample):
     return InputFeatures(input_ids=[0] * max_seq_length, input_mask=[0] * max_seq_length,
                          segment_ids=[0] * max_seq_length,
@@ -127,18 +135,19 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
 # ---------------------------------------------------------------------------
 # Records.
 
-def example_spec(seq_length, is_regression=False, windows=None, multi_labels=None):
+def example_spec(seq_length, problem=heads.SINGLE_LABEL, num_labels=None, windows=None):
   """The records' features, as the original wrote them, in the canonical order
-  (sorted by name) that `SerializeToString(deterministic=True)` gives. With
-  `windows` (tasks/classification/windows.py), each sequence feature is
-  [windows, seq_length]; with `multi_labels` (a multi-label task's label
-  count), label_ids holds a 0 or 1 per label."""
+  (sorted by name) that `SerializeToString(deterministic=True)` gives.
+  label_ids is the label's index, its score for heads.REGRESSION, a 0 or 1
+  for each of the `num_labels` for heads.MULTI_LABEL. With `windows`
+  (tasks/classification/windows.py), each sequence feature is [windows,
+  seq_length]."""
   shape = [windows, seq_length] if windows else [seq_length]
   return tf_example.ExampleSpec(sorted([
       ("input_ids", "int64", shape), ("input_mask", "int64", shape),
       ("segment_ids", "int64", shape),
-      ("label_ids", "float32" if is_regression else "int64",
-       [multi_labels] if multi_labels else []),
+      ("label_ids", "float32" if problem == heads.REGRESSION else "int64",
+       [num_labels] if problem == heads.MULTI_LABEL else []),
       ("is_real_example", "int64", [])]))
 
 
@@ -163,12 +172,13 @@ def write_feature_records(examples, spec, convert, output_file):
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length,
-                                            tokenizer, output_file, multi_label=False):
+                                            tokenizer, output_file, problem=None):
   """Writes one record per example to `output_file` (atomically): what
-  convert_single_example gives, made by pack_batch a few thousand at a time."""
-  is_regression = label_list == [None]
-  spec = example_spec(max_seq_length, is_regression,
-                      multi_labels=len(label_list) if multi_label else None)
+  convert_single_example gives, made by pack_batch a few thousand at a time.
+  `problem`: the task's (problem_of(label_list) if not given)."""
+  problem = problem or problem_of(label_list)
+  is_regression, multi_label = problem == heads.REGRESSION, problem == heads.MULTI_LABEL
+  spec = example_spec(max_seq_length, problem, len(label_list))
   no_label = [0] * len(label_list) if multi_label else 0
   label_map = label_map_of(label_list)
   with tfrecord.atomic_writers([output_file]) as (writer,):

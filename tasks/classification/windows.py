@@ -21,6 +21,7 @@ import dataclasses
 from absl import logging
 
 from data_prep import tokenization
+from modeling import heads
 from tasks import sliding_windows
 from tasks.classification import features
 
@@ -70,7 +71,7 @@ def convert_windowed_example(example, label_list, max_seq_length, tokenizer, set
   """InputFeatures whose input_ids, input_mask and segment_ids are
   [max_windows][max_seq_length] (windows past the text's last are all zeros),
   and whether the text was cut after its last window."""
-  is_regression = label_list == [None]
+  is_regression = features.problem_of(label_list) == heads.REGRESSION
   empty = [[0] * max_seq_length for _ in range(settings.max_windows)]
   if isinstance(example, features.PaddingInputExample):
     return features.InputFeatures(empty, empty, empty, 0.0 if is_regression else 0,
@@ -102,8 +103,8 @@ def write_windowed_records(examples, label_list, max_seq_length, tokenizer, sett
     return feature
 
   features.write_feature_records(
-      examples, features.example_spec(max_seq_length, label_list == [None],
-                                      settings.max_windows), convert, output_file)
+      examples, features.example_spec(max_seq_length, features.problem_of(label_list),
+                                      windows=settings.max_windows), convert, output_file)
   logging.info("%s: %d of %d examples longer than one window; %d cut after %d windows.",
                output_file, counts["windowed"], len(examples), counts["cut"],
                settings.max_windows)

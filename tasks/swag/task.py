@@ -8,6 +8,7 @@ import os
 from absl import logging
 
 import modeling
+from modeling import heads
 from modeling import inference
 from plumbing.errors import UserError
 from tasks import driver
@@ -49,7 +50,8 @@ class SwagTask(driver.Task):
   def write_predictions(self, examples, written, model_outputs, output_dir):
     logits, _, is_real = model_outputs
     path = os.path.join(output_dir, "predictions.tsv")
-    swag.write_predictions(path, examples, metrics.softmax(logits[is_real > 0]))
+    swag.write_predictions(path, examples, metrics.probabilities(heads.SINGLE_LABEL,
+                                                                 logits[is_real > 0]))
     logging.info("Predictions: %s", path)
 
   def export(self, model, export_dir):

@@ -36,12 +36,7 @@ flags.DEFINE_string("input_file", None,
                     "Input raw text file (or comma-separated list of files).")
 flags.DEFINE_string("output_file", None,
                     "Output TF example file (or comma-separated list of files).")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for "
-                  "uncased models and False for cased models. Default: the casing "
-                  "recorded beside --vocab_file (tokenizer_config.json), else True.")
+cli.define_tokenizer_flags()
 flags.DEFINE_bool("do_whole_word_mask", False,
                   "Whether to use whole word masking rather than per-WordPiece "
                   "masking.")

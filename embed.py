@@ -33,7 +33,7 @@ from tasks.sentence_embedding import outputs
 
 FLAGS = flags.FLAGS
 
-run_flags.define_tokenizer_flags()
+cli.define_tokenizer_flags()
 run_flags.define_weights_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None, "One text per line (the whole line: no pairs).")
@@ -42,19 +42,11 @@ flags.DEFINE_string("output_file", None,
                     "({\"text\", \"embedding\"} a line); see --output_format.")
 flags.DEFINE_enum("output_format", None, list(outputs.FORMATS),
                   "npy or jsonl. Default: --output_file's extension.")
-flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
-flags.DEFINE_string("init_checkpoint", None, "The model's checkpoint.")
+run_flags.define_model_flags("The model's checkpoint.")
 run_flags.define_sentence_vector_flags()
 flags.DEFINE_integer("batch_size", 32, "Texts per batch.")
-flags.DEFINE_string("export_dir", None,
-                    "Also write a SavedModel for TF Serving here: raw text in, the vector "
-                    "out (serving/embedding.py).")
-flags.DEFINE_enum("export_precision", "float32", ["float32", "bfloat16"],
-                  "The export's weights and products: float32, or bfloat16.")
-flags.DEFINE_integer("serving_max_batch_size", 1024,
-                     "The export answers at most this many texts per request.", lower_bound=1)
-flags.DEFINE_integer("serving_max_text_bytes", 100_000,
-                     "The export refuses a text longer than this (UTF-8 bytes).", lower_bound=1)
+run_flags.define_export_flags("Also write a SavedModel for TF Serving here: raw text in, "
+                              "the vector out (serving/embedding.py).")
 
 
 def _check_flags():

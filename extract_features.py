@@ -32,19 +32,15 @@ FLAGS = flags.FLAGS
 
 # The original's flags, names and defaults unchanged (the TPU ones and the
 # tokenizer's come from run_flags.py).
-run_flags.define_tokenizer_flags()
+cli.define_tokenizer_flags()
 run_flags.define_weights_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None, "One text, or a pair `A ||| B`, per line.")
 flags.DEFINE_string("output_file", None, "Where to write the vectors (see --output_format).")
 flags.DEFINE_string("layers", "-1,-2,-3,-4",
                     "Comma-separated encoder layers to output; -1 is the last.")
-flags.DEFINE_string("bert_config_file", None,
-                    "The config json file corresponding to the pre-trained BERT model. "
-                    "This specifies the model architecture.")
+run_flags.define_model_flags()
 cli.define_max_seq_length()
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained BERT model).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
 flags.DEFINE_bool("use_one_hot_embeddings", False,
                   "Accepted for compatibility; the lookup gives the same vectors "

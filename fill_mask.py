@@ -32,24 +32,19 @@ from tasks import fill_mask
 
 FLAGS = flags.FLAGS
 
-run_flags.define_tokenizer_flags()
+cli.define_tokenizer_flags()
 run_flags.define_weights_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("input_file", None, "One text with [MASK]s per line.")
 flags.DEFINE_string("output_file", None, "Where to write the JSON lines.")
-flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "A checkpoint with the masked-LM head (cls/predictions/...).")
+run_flags.define_model_flags("A checkpoint with the masked-LM head (cls/predictions/...).")
 cli.define_max_seq_length(help_text=(
     "[CLS] text [SEP] is cut to this many WordPieces; masks past it are "
     "left out."))
 flags.DEFINE_integer("top_k", 5, "How many tokens to give for each mask.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 32, "Texts per batch.")
-flags.DEFINE_string("export_dir", None,
-                    "Also write a SavedModel for TF Serving here: raw text in, each mask's "
-                    "top tokens out.")
-flags.DEFINE_enum("export_precision", "float32", ["float32", "bfloat16"],
-                  "The export's weights and products: float32, or bfloat16.")
+run_flags.define_export_flags("Also write a SavedModel for TF Serving here: raw text in, "
+                              "each mask's top tokens out.")
 
 
 def _check_head(checkpoint):
@@ -83,7 +78,8 @@ def main(_):
     from serving import fill_mask as serving_fill_mask  # pylint: disable=g-import-not-at-top
     serving_fill_mask.export_fill_mask(model, FLAGS.export_dir, FLAGS.vocab_file,
                                        do_lower_case, FLAGS.max_seq_length, FLAGS.top_k,
-                                       precision=FLAGS.export_precision)
+                                       precision=FLAGS.export_precision,
+                                       limits=run_flags.request_limits(FLAGS))
     logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

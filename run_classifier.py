@@ -61,14 +61,7 @@ run_flags.define_eval_and_predict_flags()
 
 # Additions.
 flags.DEFINE_string("xnli_language", "zh", "The XNLI language to train and evaluate on.")
-flags.DEFINE_integer("eval_every_steps", 0,
-                     "With --do_train and --do_eval: evaluate on the dev set every this "
-                     "many steps and at the end, keep the weights that score best by the "
-                     "task's GLUE metric (in <output_dir>/best/), and evaluate, predict "
-                     "and export with those. 0: off, as the original.")
-flags.DEFINE_integer("early_stopping_patience", 0,
-                     "With --eval_every_steps: stop training after this many evaluations "
-                     "in a row without a better dev result. 0: never stop early.")
+run_flags.define_best_weights_flags("the task's GLUE metric")
 flags.DEFINE_integer("window_stride", 0,
                      "Classify a text longer than --max_seq_length as overlapping windows "
                      "whose bodies start every this many tokens (a pair slides over its "

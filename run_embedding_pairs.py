@@ -52,13 +52,7 @@ flags.DEFINE_list("dev_columns", None,
 flags.DEFINE_float("scale", 20.0,
                    "The loss's scale of the cosine similarities (sentence-transformers' "
                    "default; 1 / temperature).", lower_bound=0.0)
-flags.DEFINE_integer("eval_every_steps", 0,
-                     "With --do_train and --do_eval: evaluate every this many steps, keep "
-                     "the weights with the best Spearman correlation (in <output_dir>/best/). "
-                     "0: off.")
-flags.DEFINE_integer("early_stopping_patience", 0,
-                     "With --eval_every_steps: stop after this many evaluations without a "
-                     "better Spearman correlation. 0: never.")
+run_flags.define_best_weights_flags("the Spearman correlation")
 # sentence-transformers' trainer draws a new order of the whole file each
 # epoch; a buffer of 100 over a repeated file can put one row twice in a
 # batch, where it is its own negative.

@@ -118,16 +118,61 @@ flags.DEFINE_integer("padding_multiple", 8,
                      "each compiles once).", lower_bound=1)
 
 
+def define_model_flags(init_checkpoint_help="Initial checkpoint (usually from a pre-trained "
+                                             "BERT model).", module_name=None):
+  """The original's `bert_config_file` and `init_checkpoint`: the model a
+  command builds and the weights it starts from."""
+  module_name = module_name or cli.calling_script()
+  flags.DEFINE_string("bert_config_file", None,
+                      "The config json file corresponding to the pre-trained BERT model. "
+                      "This specifies the model architecture.", module_name=module_name)
+  flags.DEFINE_string("init_checkpoint", None, init_checkpoint_help, module_name=module_name)
+
+
+def define_best_weights_flags(metric):
+  """--eval_every_steps and --early_stopping_patience of a fine-tuning
+  script whose dev results rank weights by `metric` (its words)."""
+  module_name = cli.calling_script()
+  flags.DEFINE_integer("eval_every_steps", 0,
+                       "With --do_train and --do_eval: evaluate on the dev set every this "
+                       "many steps and at the end, keep the weights that score best by %s "
+                       "(in <output_dir>/best/), and evaluate, predict and export with "
+                       "those. 0: off, as the original." % metric, module_name=module_name)
+  flags.DEFINE_integer("early_stopping_patience", 0,
+                       "With --eval_every_steps: stop training after this many evaluations "
+                       "in a row without a better %s. 0: never stop early." % metric,
+                       module_name=module_name)
+
+
+def define_export_flags(export_help, request_limits=True, module_name=None):
+  """--export_dir (`export_help`: what the script's export answers),
+  --export_precision and, with `request_limits`, the export's limits on a
+  request."""
+  module_name = module_name or cli.calling_script()
+  flags.DEFINE_string("export_dir", None, export_help, module_name=module_name)
+  flags.DEFINE_enum("export_precision", "float32", ["float32", "bfloat16"],
+                    "bfloat16: the export stores the encoder's weights in bfloat16 and "
+                    "multiplies in bfloat16 (layer norms, softmax and embeddings stay "
+                    "float32): half the weight bytes, faster on CPUs with bfloat16 "
+                    "arithmetic (AVX512-BF16, AMX), slower on others.",
+                    module_name=module_name)
+  if request_limits:
+    flags.DEFINE_integer("serving_max_batch_size", 1024,
+                         "The export answers at most this many examples per request; a "
+                         "larger one gets an error, not the server's memory.", lower_bound=1,
+                         module_name=module_name)
+    flags.DEFINE_integer("serving_max_text_bytes", 100_000,
+                         "The export refuses a text longer than this (UTF-8 bytes) with an "
+                         "error; longer than --max_seq_length tokens is truncated anyway.",
+                         lower_bound=1, module_name=module_name)
+
+
 def define_training_flags():
   """The original flags every run_*.py shares, with the original's names,
   help and defaults; each script adds its own."""
-  flags.DEFINE_string("bert_config_file", None,
-                      "The config json file corresponding to the pre-trained BERT model. "
-                      "This specifies the model architecture.")
+  define_model_flags(module_name=__name__)
   flags.DEFINE_string("output_dir", None,
                       "The output directory where the model checkpoints will be written.")
-  flags.DEFINE_string("init_checkpoint", None,
-                      "Initial checkpoint (usually from a pre-trained BERT model).")
   flags.DEFINE_bool("do_train", False, "Whether to run training.")
   flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
   flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
@@ -154,42 +199,18 @@ def define_weights_flag():
   flags.DEFINE_string("weights", None, best_weights.WEIGHTS_HELP)
 
 
-def define_tokenizer_flags():
-  """The original's `vocab_file` and `do_lower_case`."""
-  flags.DEFINE_string("vocab_file", None,
-                      "The vocabulary file that the BERT model was trained on.")
-  flags.DEFINE_bool("do_lower_case", True,
-                    "Whether to lower case the input text. Should be True for uncased "
-                    "models and False for cased models. Default: the casing recorded "
-                    "beside --vocab_file or in --output_dir (tokenizer_config.json, "
-                    "written by the checkpoint converter and by fine-tuning), else True.")
-
-
 def define_fine_tuning_flags():
   """define_training_flags, plus the original flags that run_classifier.py
   and run_squad.py also share."""
   define_training_flags()
-  define_tokenizer_flags()
+  cli.define_tokenizer_flags(run_directory=True, module_name=__name__)
   flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
   flags.DEFINE_float("warmup_proportion", 0.1,
                      "Proportion of training to perform linear learning rate warmup for. "
                      "E.g., 0.1 = 10% of training.")
   # Addition.
-  flags.DEFINE_string("export_dir", None,
-                      "Write a SavedModel for TF Serving here (raw text in, the task's "
-                      "answer out; see serving/) at the end of the run.")
-  flags.DEFINE_enum("export_precision", "float32", ["float32", "bfloat16"],
-                    "bfloat16: the export stores the encoder's weights in bfloat16 and "
-                    "multiplies in bfloat16 (layer norms, softmax and embeddings stay "
-                    "float32): half the weight bytes, faster on CPUs with bfloat16 "
-                    "arithmetic (AVX512-BF16, AMX), slower on others.")
-  flags.DEFINE_integer("serving_max_batch_size", 1024,
-                       "The export answers at most this many examples per request; a "
-                       "larger one gets an error, not the server's memory.", lower_bound=1)
-  flags.DEFINE_integer("serving_max_text_bytes", 100_000,
-                       "The export refuses a text longer than this (UTF-8 bytes) with an "
-                       "error; longer than --max_seq_length tokens is truncated anyway.",
-                       lower_bound=1)
+  define_export_flags("Write a SavedModel for TF Serving here (raw text in, the task's "
+                      "answer out; see serving/) at the end of the run.", module_name=__name__)
 
 
 def define_eval_flags():

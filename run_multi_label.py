@@ -42,12 +42,7 @@ flags.DEFINE_string("label_separator", ";",
 flags.DEFINE_float("threshold", 0.5,
                    "A label is chosen where its probability is at least this.",
                    lower_bound=0.0, upper_bound=1.0)
-flags.DEFINE_integer("eval_every_steps", 0,
-                     "With --do_train and --do_eval: evaluate every this many steps, keep "
-                     "the weights with the best micro F1 (in <output_dir>/best/). 0: off.")
-flags.DEFINE_integer("early_stopping_patience", 0,
-                     "With --eval_every_steps: stop after this many evaluations without a "
-                     "better micro F1. 0: never.")
+run_flags.define_best_weights_flags("micro F1")
 
 # What decides a run's result (plumbing/run_directory/settings.py), besides the shared ones.
 SETTINGS = run_flags.TRAINING_SETTINGS + (

@@ -28,11 +28,38 @@ MAX_SEQ_LENGTH_HELP = ("The maximum total input sequence length after WordPiece 
                        "than this will be padded.")
 
 
+def calling_script(depth=1):
+  """The module `depth` calls above the caller, named as absl files flags
+  (the script's path for __main__): a flag a shared definer makes belongs to
+  the script that asked for it, and its --help lists it."""
+  name = sys._getframe(depth + 1).f_globals["__name__"]  # pylint: disable=protected-access
+  return sys.argv[0] if name == "__main__" else name
+
+
+def define_tokenizer_flags(run_directory=False, module_name=None):
+  """The original's `vocab_file` and `do_lower_case`, whose default is the
+  casing recorded beside the vocabulary (and, for a command with a run
+  directory, in --output_dir): data_prep/casing.py."""
+  module_name = module_name or calling_script()
+  flags.DEFINE_string("vocab_file", None,
+                      "The vocabulary file that the BERT model was trained on.",
+                      module_name=module_name)
+  flags.DEFINE_bool("do_lower_case", True,
+                    "Whether to lower case the input text. Should be True for uncased "
+                    "models and False for cased models. Default: the casing recorded "
+                    "beside --vocab_file%s (tokenizer_config.json, written by the "
+                    "checkpoint converter%s), else True." % (
+                        " or in --output_dir" if run_directory else "",
+                        " and by fine-tuning" if run_directory else ""),
+                    module_name=module_name)
+
+
 def define_max_seq_length(default=128, help_text=MAX_SEQ_LENGTH_HELP, **bounds):
   """--max_seq_length, which every command that packs WordPieces into
   sequences defines here; each keeps its own default (run_squad.py's is the
   original's 384) and says what the length means for it."""
-  flags.DEFINE_integer("max_seq_length", default, help_text, **bounds)
+  flags.DEFINE_integer("max_seq_length", default, help_text, module_name=calling_script(),
+                       **bounds)
 
 
 flags.DEFINE_bool("traceback", False,

@@ -218,6 +218,38 @@ def test_only_the_command_line_touches_flags_and_nothing_writes_into_them():
   assert not {p: found for p, found in wrong.items() if found}
 
 
+# Flags several commands share in one meaning, each command keeping its own
+# default and help text where they differ (run_squad.py's --max_seq_length).
+SHARED_FLAGS = ("max_seq_length", "init_checkpoint", "eval_every_steps",
+                "early_stopping_patience", "export_dir", "export_precision",
+                "serving_max_batch_size", "serving_max_text_bytes")
+
+
+def _flag_definitions(sources):
+  """{flag name: [files]} of the DEFINE_* calls naming it in `sources`
+  ({path: source})."""
+  found = {}
+  for path, source in sources.items():
+    for node in ast.walk(ast.parse(source)):
+      if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+          node.func.attr.startswith("DEFINE_") and node.args and
+          isinstance(node.args[0], ast.Constant)):
+        found.setdefault(node.args[0].value, []).append(path)
+  return found
+
+
+def test_shared_flags_are_defined_once():
+  assert _flag_definitions({"a.py": 'flags.DEFINE_integer("max_seq_length", 384, "")',
+                            "b.py": 'flags.DEFINE_integer("max_seq_length", 128, "")'}) == {
+                                "max_seq_length": ["a.py", "b.py"]}
+  sources = {}
+  for path in _library_files():
+    with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+      sources[path] = f.read()
+  defined = _flag_definitions(sources)
+  assert {name: defined.get(name) for name in SHARED_FLAGS if len(defined.get(name, [])) != 1} == {}
+
+
 def _lines(path):
   with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
     return sum(1 for _ in f)

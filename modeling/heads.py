@@ -42,8 +42,8 @@ without knowing their classes.
 import tensorflow as tf
 
 from modeling import config as config_lib
-from modeling.blocks import layers
 from modeling import pooling as pooling_lib
+from modeling.blocks import layers
 
 # The kinds of problem a classifier head solves, as transformers'
 # `problem_type` names them.

@@ -30,8 +30,8 @@ from tasks import feature_extraction
 
 FLAGS = flags.FLAGS
 
-# The original's flags, names and defaults unchanged (the TPU ones and the
-# tokenizer's come from run_flags.py).
+# The original's flags, names and defaults unchanged (the TPU ones come from
+# run_flags.py, the tokenizer's from plumbing/cli.py).
 cli.define_tokenizer_flags()
 run_flags.define_weights_flag()
 flags.adopt_module_key_flags(run_flags)

@@ -137,10 +137,11 @@ def define_best_weights_flags(metric):
                        "With --do_train and --do_eval: evaluate on the dev set every this "
                        "many steps and at the end, keep the weights that score best by %s "
                        "(in <output_dir>/best/), and evaluate, predict and export with "
-                       "those. 0: off, as the original." % metric, module_name=module_name)
+                       "those. 0: off." % metric,
+                       module_name=module_name)
   flags.DEFINE_integer("early_stopping_patience", 0,
                        "With --eval_every_steps: stop training after this many evaluations "
-                       "in a row without a better %s. 0: never stop early." % metric,
+                       "in a row that do not improve %s. 0: never stop early." % metric,
                        module_name=module_name)
 
 

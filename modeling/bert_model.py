@@ -353,10 +353,9 @@ class BertPretrainer(BertWithHeads):
     super().__init__(encoder, heads.build(encoder.config, {"masked_lm": True,
                                                            "next_sentence": next_sentence}),
                      **kwargs)
-    self.next_sentence = next_sentence
 
   def get_config(self):
-    return self._config_with(next_sentence=self.next_sentence)
+    return self._config_with(next_sentence=self.head("next_sentence") is not None)
 
   def call(self, inputs, training=False):
     return self.with_losses(super().call(inputs, training=training), inputs)

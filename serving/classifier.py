@@ -122,7 +122,8 @@ def export_classifier(model, export_dir, vocab_file, do_lower_case, max_seq_leng
   export.in_precision; `limits`: export.RequestLimits; `windows`: the
   WindowSettings a modeling.BertWindowClassifier was trained with); returns
   export_dir."""
-  model = export.in_precision(model, precision)
+  # Served windows are gathered, whatever training on XLA or TPUs chose.
+  model = export.in_precision(model, precision, **({"gather_windows": True} if windows else {}))
   server = ClassifierServer(model, export.graph_tokenizer(vocab_file, do_lower_case),
                             max_seq_length, label_list, limits, windows, multi_label)
   return export.save(server, export_dir, classifier_signatures(server, sentence_pair))

@@ -114,26 +114,32 @@ def cpu_multiplies_bfloat16(cpuinfo_path="/proc/cpuinfo"):
   return None if flags is None else any(f in flags for f in BFLOAT16_CPU_FLAGS)
 
 
-def in_precision(model, precision):
+def in_precision(model, precision, **serving_config):
   """`model` itself for "float32"; for "bfloat16", the model rebuilt from
   its config under Keras's bfloat16 policy, holding the model's weights in bfloat16:
   the SavedModel stores them so (half the bytes to read per request) and
   its matrix products run in bfloat16. Embeddings, layer norms and the
-  attention softmax stay float32, as in mixed-precision training."""
-  if precision == "float32":
-    return model
+  attention softmax stay float32, as in mixed-precision training.
+  `serving_config`: settings of the model's config that serving wants
+  otherwise (a window classifier trained under XLA gathers its windows
+  when served); a float32 model is rebuilt, in its own dtype policy, only
+  if one differs."""
   if precision not in PRECISIONS:
     raise ValueError("precision must be one of %s, not %r." % (PRECISIONS, precision))
-  if cpu_multiplies_bfloat16() is False:
+  config = model.get_config()
+  changed = {k: v for k, v in serving_config.items() if config.get(k) != v}
+  if precision == "float32" and not changed:
+    return model
+  if precision == "bfloat16" and cpu_multiplies_bfloat16() is False:
     logging.warning(
         "This CPU has no bfloat16 arithmetic (%s): served on it, the bfloat16 export "
         "answers slower than a float32 one (docs/serving.md). It pays on CPUs that "
         "have it, and on accelerators.", " or ".join(BFLOAT16_CPU_FLAGS))
   previous = keras.config.dtype_policy()
-  keras.config.set_dtype_policy(precision)
+  keras.config.set_dtype_policy(model.dtype_policy if precision == "float32" else precision)
   try:
     with deferred_init.deferred_initialization() as deferred:  # Every weight is copied below.
-      copy = type(model).from_config(model.get_config())
+      copy = type(model).from_config(dict(config, **changed))
   finally:
     keras.config.set_dtype_policy(previous)
   targets = copy.original_names()

@@ -19,8 +19,9 @@ from modeling import heads
 def probabilities(problem, logits, dtype=np.float32):
   """The classifier head's probabilities (modeling.heads.probabilities) of
   numpy logits, computed in `dtype` (float32: TensorFlow's softmax, the
-  original's op), as numpy."""
-  return heads.probabilities(problem, np.asarray(logits, dtype)).numpy()
+  original's op), as numpy; None for a score."""
+  values = heads.probabilities(problem, np.asarray(logits, dtype))
+  return None if values is None else values.numpy()
 
 
 def batch_mean_loss(per_example_loss, is_real, batch_size):

@@ -351,3 +351,26 @@ def test_bad_requests_get_answers_or_one_clear_error(exported):
       "error: text_a: more than 1024 examples in one request; send at most 1024 (a limit set "
       "at export by --serving_max_batch_size)")
   np.testing.assert_allclose(got["after_errors"], got["alone"][0], atol=1e-6)
+
+
+def test_a_window_classifier_trained_without_gathering_is_served_gathering_its_windows():
+  """A window classifier trained under XLA (every window slot run) is served
+  gathering the present windows: a float32 copy in the model's own policy,
+  the same weights and logits; a model that gathers already is served as
+  itself."""
+  config = modeling.BertConfig.from_json_file(CONFIG)
+  trained = modeling.BertWindowClassifier(config, 2, gather_windows=False)
+  served = export.in_precision(trained, "float32", gather_windows=True)
+  assert served is not trained and served.gather_windows and not trained.gather_windows
+  assert served.dtype_policy.name == trained.dtype_policy.name
+  for a, b in zip(trained.weights, served.weights):
+    np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+  ids = np.zeros([2, 3, 8], np.int32)
+  ids[:, :, 0] = 101
+  ids[0, 0, 1:4] = [2023, 2003, 102]
+  mask = (ids > 0).astype(np.int32)
+  mask[0, 1:] = 0
+  features = {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids)}
+  np.testing.assert_allclose(served(features)["logits"], trained(features)["logits"],
+                             rtol=0, atol=1e-6)
+  assert export.in_precision(served, "float32", gather_windows=True) is served

@@ -457,6 +457,9 @@ def test_every_model_rebuilds_from_its_config_drawing_the_same_weights():
     assert [v.path for v in copy.weights] == [v.path for v in model.weights]
     for a, b in zip(model.weights, copy.weights):
       np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+  # Each head under its part name; a pre-trainer without NSP has none.
+  assert isinstance(again[0].next_sentence, heads_lib.NextSentenceHead)
+  assert again[1].head("next_sentence") is None and again[1].get_config()["next_sentence"] is False
   assert again[3].classifier.problem == heads_lib.MULTI_LABEL
   assert (again[5].pooling, again[5].gather_windows) == ("max", False)
   assert again[6].num_choices == 3 and again[7].sentence_embedding.pooling == "cls"

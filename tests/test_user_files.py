@@ -85,6 +85,20 @@ def test_regression_labels_and_label_names(tmp_path):
     user_files.labels_for({"train": train}, columns, ["1.5", "4"], str(tmp_path))
 
 
+def test_one_label_to_choose_from_is_refused_unless_multi_label(tmp_path):
+  """A classifier of one output would be trained as nothing (one class's
+  cross-entropy is 0): one line says what to give instead."""
+  train = _write(tmp_path / "train.csv", "text,label\nx,yes\ny,yes\n")
+  columns = Columns(label="label")
+  for names in (None, ["yes"]):
+    labels = user_files.labels_for({"train": train}, columns, names, str(tmp_path / "out"))
+    with pytest.raises(UserError, match="Only one label \\(yes\\).*--regression"):
+      user_files.UserFilesProcessor({"train": train}, columns, labels)
+  # A multi-label task's one label is a yes or no per text.
+  processor = user_files.UserFilesProcessor({"train": train}, columns, ["yes"], separator=";")
+  assert processor.get_labels() == ["yes"]
+
+
 @pytest.mark.parametrize("case", ["unseen_dev_label", "missing_field", "missing_column",
                                   "bad_json", "mixed_columns", "no_text_column",
                                   "not_a_number", "unknown_extension"])

@@ -179,6 +179,11 @@ class UserFilesProcessor(DataProcessor):
     self.single_sentence = b is None
     # Every file is read now: a mistake in the dev file shows before training.
     self._read = {split: self._examples(split) for split, path in paths.items() if path}
+    if len(self.labels) < 2 and not (regression or separator):
+      # (A multi-label task's one label is a yes or no per text.)
+      raise UserError("Only one label (%s): a classifier chooses among two or more. Give "
+                      "--label_names with every label, or --regression for a score." %
+                      ",".join(self.labels))
 
   def _examples(self, split):
     path, flag = self.paths[split], self._FLAGS[split]
